@@ -1,0 +1,85 @@
+"""The state of a match as folded from its events; mutable for speed, copied to branch."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from engine.board import Board
+from engine.rules import Rules
+from engine.tiles import Tile
+from events.model import AnyEvent, MatchEnded, RoundEnded
+
+Phase = Literal["dealing", "playing", "over"]
+"""``dealing``: waiting for the next deal; ``playing``: a round is on; ``over``: match ended."""
+
+
+class MatchState:
+    """Everything the log says about a match; ``evolve`` updates it in place.
+
+    Hands are sets of normalized tiles; the stock is drawn from its front (C5, S3).
+    """
+
+    __slots__ = (
+        "board",
+        "forced_lead",
+        "hands",
+        "history",
+        "last_round",
+        "leader",
+        "phase",
+        "players",
+        "prev_leader",
+        "prev_winner",
+        "result",
+        "round",
+        "rules",
+        "scores",
+        "stock",
+        "turn",
+        "version",
+    )
+
+    def __init__(self, rules: Rules, players: tuple[str, ...]) -> None:
+        self.rules = rules
+        self.players = players
+        self.version = 0  # events folded so far
+        self.phase: Phase = "dealing"
+        self.round = 0
+        self.scores = [0] * rules.sides
+        self.hands: list[set[Tile]] = [set() for _ in range(rules.players)]
+        self.stock: list[Tile] = []
+        self.board = Board()
+        self.turn = 0
+        self.leader = 0
+        self.forced_lead: Tile | None = None
+        self.prev_leader: int | None = None
+        self.prev_winner: int | None = None
+        self.history: list[AnyEvent] = []  # this round's events, for views
+        self.last_round: RoundEnded | None = None
+        self.result: MatchEnded | None = None
+
+    def copy(self) -> MatchState:
+        """An independent copy (events are immutable and shared)."""
+        s = MatchState.__new__(MatchState)
+        s.rules = self.rules
+        s.players = self.players
+        s.version = self.version
+        s.phase = self.phase
+        s.round = self.round
+        s.scores = self.scores[:]
+        s.hands = [set(h) for h in self.hands]
+        s.stock = self.stock[:]
+        s.board = self.board.copy()
+        s.turn = self.turn
+        s.leader = self.leader
+        s.forced_lead = self.forced_lead
+        s.prev_leader = self.prev_leader
+        s.prev_winner = self.prev_winner
+        s.history = self.history[:]
+        s.last_round = self.last_round
+        s.result = self.result
+        return s
+
+    def side_of(self, seat: int) -> int:
+        """The side a seat scores for."""
+        return self.rules.side_of(seat)

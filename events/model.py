@@ -1,0 +1,201 @@
+"""Commands (imperative) and events (past tense): the stored language of the system.
+
+Every message is a msgspec Struct in a tagged union. Tags are explicit and stable: renaming a
+class never changes stored data. Evolve these only by adding fields with defaults.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from engine.board import END_NAMES as END_NAMES  # the end names are part of the schema
+from engine.board import End as End
+from engine.rules import Rules
+from engine.tiles import Tile
+
+Hand = tuple[Tile, ...]
+
+
+class Command(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
+    """Base of every command: something a player or the referee asks for."""
+
+
+class CreateMatch(Command, frozen=True, tag="create_match"):
+    """Open a match with its rules and the names of the players by seat."""
+
+    rules: Rules
+    players: tuple[str, ...]
+
+
+class DealRound(Command, frozen=True, tag="deal_round"):
+    """Start the next round with a shuffled set; randomness enters the log here.
+
+    ``order`` is the whole set in shuffled order: seat k gets ``order[7k:7k+7]`` and the rest is
+    the stock, drawn from the front. ``first_leader`` is the random draw for the first leader of
+    a Straight match (S1); every other leader follows from the rules.
+    """
+
+    order: tuple[Tile, ...]
+    first_leader: int | None = None
+
+
+class PlayTile(Command, frozen=True, tag="play_tile"):
+    """Play a tile from the seat's hand on an open end (``end`` is None for the lead)."""
+
+    seat: int
+    tile: Tile
+    end: End | None = None
+
+
+class DrawTile(Command, frozen=True, tag="draw_tile"):
+    """Draw one tile from the boneyard (Straight only, S3)."""
+
+    seat: int
+
+
+class PassTurn(Command, frozen=True, tag="pass_turn"):
+    """Pass: allowed only with no legal play and nothing to draw (E1, S3)."""
+
+    seat: int
+
+
+class Resign(Command, frozen=True, tag="resign"):
+    """Concede the match for the seat's side."""
+
+    seat: int
+
+
+class TimeOutTurn(Command, frozen=True, tag="time_out_turn"):
+    """The referee's clock: the seat to move at match version ``version`` ran out of time."""
+
+    seat: int
+    version: int
+
+
+AnyCommand = CreateMatch | DealRound | PlayTile | DrawTile | PassTurn | Resign | TimeOutTurn
+Move = PlayTile | DrawTile | PassTurn
+"""The commands a seat makes on its turn."""
+
+
+class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
+    """Base of every event: something that happened, recorded in the match log."""
+
+
+class MatchCreated(Event, frozen=True, tag="match_created"):
+    """A match opened; its rules are stored here, whole."""
+
+    rules: Rules
+    players: tuple[str, ...]
+
+
+class RoundStarted(Event, frozen=True, tag="round_started"):
+    """A round was dealt. The log holds every hand and the stock order (secret, C8).
+
+    In what a seat or spectator sees, hidden hands and the stock are ``None``.
+    """
+
+    round: int
+    leader: int
+    hands: tuple[Hand | None, ...]
+    stock: Hand | None
+    hand_sizes: tuple[int, ...]
+    stock_size: int
+    forced_lead: Tile | None = None  # E2: the first round's lead is forced
+
+
+class TilePlayed(Event, frozen=True, tag="tile_played"):
+    """A tile went on the line; ``points`` is what the play scored (S4), 0 in Express."""
+
+    seat: int
+    tile: Tile
+    end: End | None
+    points: int = 0
+
+
+class TileDrawn(Event, frozen=True, tag="tile_drawn"):
+    """A seat drew from the boneyard; ``tile`` is ``None`` in what other seats see."""
+
+    seat: int
+    tile: Tile | None
+
+
+class TurnPassed(Event, frozen=True, tag="turn_passed"):
+    """A seat passed, holding no playable tile with nothing left to draw."""
+
+    seat: int
+
+
+class TurnTimedOut(Event, frozen=True, tag="turn_timed_out"):
+    """A seat's deadline passed; the default move that follows is recorded after this."""
+
+    seat: int
+
+
+Outcome = Literal["domino", "blocked", "target", "resigned"]
+
+
+class RoundEnded(Event, frozen=True, tag="round_ended"):
+    """A round ended: how, who won it, what they scored, and every hand shown (C8)."""
+
+    round: int
+    outcome: Outcome
+    winner: int | None  # the seat that dominoed, or the winning side's lowest hand (E3)
+    side: int | None  # the side that scored
+    points: int
+    counts: tuple[int, ...]  # pips left in each seat's hand
+    hands: tuple[Hand, ...]
+    stock: Hand | None  # shown only with reveal_stock
+    scores: tuple[int, ...]  # every side's match score after this round
+
+
+class MatchEnded(Event, frozen=True, tag="match_ended"):
+    """The match is over (C9): a side reached the target, or a side resigned."""
+
+    winner: int  # the winning side
+    scores: tuple[int, ...]
+    reason: Literal["target", "resigned"]
+    resigned: int | None = None
+
+
+AnyEvent = (
+    MatchCreated
+    | RoundStarted
+    | TilePlayed
+    | TileDrawn
+    | TurnPassed
+    | TurnTimedOut
+    | RoundEnded
+    | MatchEnded
+)
+
+Reason = Literal[
+    "draw_in_express",
+    "not_your_turn",
+    "no_such_seat",
+    "tile_not_in_hand",
+    "tile_does_not_match",
+    "no_such_end",
+    "ambiguous_end",
+    "must_lead_forced_tile",
+    "must_play",
+    "boneyard_empty",
+    "must_draw",
+    "round_over",
+    "match_over",
+    "no_match",
+    "match_exists",
+    "bad_deal",
+    "bad_players",
+    "bad_rules",
+    "stale_timeout",
+]
+
+
+class Rejection(msgspec.Struct, frozen=True, kw_only=True, tag="rejection", tag_field="type"):
+    """Why a command was refused: a reason code, the rule it breaks, and a readable message."""
+
+    reason: Reason
+    rule: str
+    message: str
