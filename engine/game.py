@@ -230,11 +230,8 @@ def _after_play(state: MatchState, seat: int, t: Tile, end: int | None) -> list[
         board.lead(t, spinners=straight)
     else:
         board.place(t, end, spinners=straight)
-    points = 0
-    if straight:
-        count = board.count()
-        if count > 0 and count % 5 == 0:
-            points = count  # S4
+    count = board.count() if straight else 0
+    points = count if count > 0 and count % 5 == 0 else 0  # S4
     name = None if end is None else END_NAMES[end]
     events: list[AnyEvent] = [TilePlayed(seat=seat, tile=t, end=name, points=points)]
     hands = [set(h) for h in state.hands]
@@ -424,6 +421,20 @@ def legal_moves(state: MatchState) -> list[Move]:
     if state.rules.family == "straight" and state.stock:
         return [DrawTile(seat=seat)]
     return [PassTurn(seat=seat)]
+
+
+def play_points(state: MatchState, move: Move) -> int:
+    """What ``move`` would score during play (S4): the all-fives count if it is a positive
+    multiple of 5 in Straight, else 0. The move is assumed legal."""
+    if not isinstance(move, PlayTile) or state.rules.family != "straight":
+        return 0
+    board = state.board.copy()
+    if move.end is None:
+        board.lead(tile(*move.tile), spinners=True)
+    else:
+        board.place(tile(*move.tile), END_INDEX[move.end], spinners=True)
+    count = board.count()
+    return count if count > 0 and count % 5 == 0 else 0
 
 
 # ---------------------------------------------------------------------------------------------

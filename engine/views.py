@@ -1,0 +1,108 @@
+"""What each seat, and a spectator, may know (C8) — every exit of the system goes through here.
+
+A seat sees its own hand, every tile on the table, how many tiles each other player holds and
+how many are in the stock; all hands once the round has ended; the stock only with the
+``reveal_stock`` option. A spectator sees the same without any hand until the round ends.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from engine.board import END_NAMES, End
+from engine.game import legal_moves, play_points
+from engine.rules import Rules
+from engine.state import MatchState, Phase
+from engine.tiles import Tile
+from events.model import (
+    AnyEvent,
+    MatchEnded,
+    Move,
+    RoundEnded,
+    RoundStarted,
+    TileDrawn,
+)
+
+
+class OpenEnd(msgspec.Struct, frozen=True, kw_only=True):
+    """An end a tile may be played on: its name, the number it shows, and whether a crosswise
+    double lies there (S4 counts both halves)."""
+
+    end: End
+    number: int
+    double: bool
+
+
+class View(msgspec.Struct, frozen=True, kw_only=True):
+    """A seat's (or, with ``seat`` None, a spectator's) view of a match at one version."""
+
+    seat: int | None
+    rules: Rules
+    players: tuple[str, ...]
+    version: int
+    phase: Phase
+    round: int
+    leader: int
+    turn: int | None  # the seat to move while a round is on
+    scores: tuple[int, ...]
+    ends: tuple[OpenEnd, ...]
+    spinner: Tile | None
+    hand: tuple[Tile, ...] | None  # this seat's tiles; None for a spectator
+    hand_sizes: tuple[int, ...]
+    stock_size: int
+    history: tuple[AnyEvent, ...]  # this round's events as this receiver may see them
+    legal: tuple[Move, ...]  # the seat's legal moves when it is its turn, else empty
+    legal_points: tuple[int, ...]  # what each legal move would score now (S4), same order
+    last_round: RoundEnded | None
+    result: MatchEnded | None
+
+
+def redact(event: AnyEvent, seat: int | None) -> AnyEvent:
+    """The event as ``seat`` (None: a spectator) may see it: other hands, the stock and
+    another seat's drawn tile are hidden (C8)."""
+    if isinstance(event, RoundStarted):
+        hands = tuple(h if s == seat else None for s, h in enumerate(event.hands))
+        return msgspec.structs.replace(event, hands=hands, stock=None)
+    if isinstance(event, TileDrawn) and event.seat != seat:
+        return msgspec.structs.replace(event, tile=None)
+    return event
+
+
+def view_for(state: MatchState, seat: int | None) -> View:
+    """Exactly what ``seat`` may know now (C8); ``None`` gives the public view."""
+    if seat is not None and not 0 <= seat < state.rules.players:
+        raise ValueError(f"seat {seat} does not exist (C3)")
+    board = state.board
+    ends = tuple(
+        OpenEnd(end=END_NAMES[i], number=n, double=board.tips[i])
+        for i, n in enumerate(board.numbers)
+        if n is not None
+    )
+    playing = state.phase == "playing"
+    legal = tuple(legal_moves(state)) if playing and state.turn == seat else ()
+    return View(
+        seat=seat,
+        rules=state.rules,
+        players=state.players,
+        version=state.version,
+        phase=state.phase,
+        round=state.round,
+        leader=state.leader,
+        turn=state.turn if playing else None,
+        scores=tuple(state.scores),
+        ends=ends,
+        spinner=board.spinner,
+        hand=None if seat is None else tuple(sorted(state.hands[seat])),
+        hand_sizes=tuple(len(h) for h in state.hands),
+        stock_size=len(state.stock),
+        history=tuple(redact(e, seat) for e in state.history),
+        legal=legal,
+        legal_points=tuple(play_points(state, m) for m in legal),
+        last_round=state.last_round,
+        result=state.result,
+    )
+
+
+def public_view(state: MatchState) -> View:
+    """What a spectator may know now (C8)."""
+    return view_for(state, None)
