@@ -1,0 +1,108 @@
+"""Check a recorded match against today's rules: every event must be what the engine decides."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+
+from engine.game import FoldError, decide, evolve
+from engine.state import MatchState
+from events.model import (
+    AnyCommand,
+    AnyEvent,
+    CreateMatch,
+    DealRound,
+    DrawTile,
+    MatchCreated,
+    MatchEnded,
+    PassTurn,
+    PlayTile,
+    Rejection,
+    Resign,
+    RoundEnded,
+    RoundStarted,
+    TileDrawn,
+    TilePlayed,
+    TimeOutTurn,
+    TurnPassed,
+    TurnTimedOut,
+)
+
+
+class Discrepancy(msgspec.Struct, frozen=True, kw_only=True):
+    """The first event (1-based version) where the log and the engine part ways, and why."""
+
+    version: int
+    message: str
+
+
+def command_for(state: MatchState | None, event: AnyEvent) -> AnyCommand | None:
+    """The command that must have produced ``event`` when it opens a command's events, or None
+    when it is a consequence of the previous one (a round or match end)."""
+    if isinstance(event, MatchCreated):
+        return CreateMatch(rules=event.rules, players=event.players)
+    if isinstance(event, RoundStarted):
+        if event.stock is None or any(h is None for h in event.hands):
+            return None
+        order = tuple(t for h in event.hands if h is not None for t in h) + event.stock
+        return DealRound(order=order, first_leader=event.leader)
+    if isinstance(event, TilePlayed):
+        return PlayTile(seat=event.seat, tile=event.tile, end=event.end)
+    if isinstance(event, TileDrawn):
+        return DrawTile(seat=event.seat)
+    if isinstance(event, TurnPassed):
+        return PassTurn(seat=event.seat)
+    if isinstance(event, TurnTimedOut):
+        return TimeOutTurn(seat=event.seat, version=state.version if state else 0)
+    if isinstance(event, RoundEnded) and event.outcome == "resigned":
+        return None  # its Resign is found from the MatchEnded that follows
+    if isinstance(event, MatchEnded) and event.reason == "resigned" and event.resigned is not None:
+        return Resign(seat=event.resigned)
+    return None
+
+
+def verify(events: Sequence[AnyEvent]) -> Discrepancy | None:
+    """Re-decide every command the log implies and compare, event by event; None if all agree."""
+    state: MatchState | None = None
+    i = 0
+    while i < len(events):
+        event = events[i]
+        start = i
+        if isinstance(event, RoundEnded) and event.outcome == "resigned" and i + 1 < len(events):
+            event = events[i + 1]  # a resignation records the round's end, then the match's
+        command = command_for(state, event)
+        if command is None:
+            return Discrepancy(
+                version=start + 1,
+                message=f"{_tag(events[start])} does not follow from any move before it",
+            )
+        decided = decide(state, command)
+        if isinstance(decided, Rejection):
+            return Discrepancy(
+                version=start + 1,
+                message=f"{_tag(events[start])} is illegal: {decided.reason} ({decided.rule}): "
+                f"{decided.message}",
+            )
+        for k, expected in enumerate(decided):
+            at = start + k
+            if at >= len(events):
+                return Discrepancy(
+                    version=at + 1, message=f"the log ends before {_tag(expected)}: {expected}"
+                )
+            if events[at] != expected:
+                return Discrepancy(
+                    version=at + 1,
+                    message=f"the log has {events[at]}, the rules give {expected}",
+                )
+        try:
+            for event in decided:
+                state = evolve(state, event)
+        except FoldError as e:  # pragma: no cover - decided events always fold
+            return Discrepancy(version=start + 1, message=str(e))
+        i = start + len(decided)
+    return None
+
+
+def _tag(event: AnyEvent) -> str:
+    return str(event.__struct_config__.tag)

@@ -1,0 +1,177 @@
+"""The ``domino`` command: play, replay, verify, export and import matches; run the service."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from engine.game import evolve
+from engine.rules import Rules, RulesError
+from engine.state import MatchState
+from engine.strategy import STRATEGIES, make_strategy
+from engine.verify import verify
+from engine.views import redact, view_for
+from events.codec import JSON
+from events.envelope import Envelope
+from services import jsonl
+from services.local import play_local_match
+from services.render import describe, score_line
+
+
+class CliError(Exception):
+    """A user-facing error: printed on stderr, exit status 2."""
+
+
+def _rules_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--rules", choices=("express", "straight"), default="express", help="family")
+    p.add_argument("--players", type=int, default=None, help="2, 3 or 4 (default 4 / 2)")
+    p.add_argument("--partners", action=argparse.BooleanOptionalAction, default=None)
+    p.add_argument("--set", dest="top", type=int, default=6, choices=(6, 9, 12))
+    p.add_argument("--target", type=int, default=None, help="points to win (100 / 250)")
+    p.add_argument("--next-leader", choices=("after_winner", "rotate"), default="after_winner")
+
+
+def rules_from(args: argparse.Namespace) -> Rules:
+    """The rule set named by the command line options."""
+    players = args.players or (4 if args.rules == "express" else 2)
+    try:
+        return Rules.make(
+            args.rules,
+            players=players,
+            partners=args.partners,
+            top=args.top,
+            target=args.target,
+            next_leader=args.next_leader,
+        )
+    except RulesError as e:
+        raise CliError(str(e)) from None
+
+
+def cmd_play(args: argparse.Namespace) -> int:
+    """Play one match in this process between strategies, printed event by event."""
+    rules = rules_from(args)
+    names = args.seats.split(",") if args.seats else ["greedy", "random"] * 2
+    names = (names * rules.players)[: rules.players]
+    try:
+        bots = [
+            make_strategy(n, None if args.seed is None else args.seed + i)
+            for i, n in enumerate(names)
+        ]
+    except ValueError as e:
+        raise CliError(str(e)) from None
+
+    def show(state: MatchState, envelope: Envelope) -> None:
+        for line in describe(state, envelope.event):
+            print(line)
+
+    state, log = play_local_match(rules, bots, seed=args.seed, on_event=show)
+    print(f"{len(log)} events, {state.round} rounds: {score_line(state, state.scores)}")
+    if args.output:
+        jsonl.write(args.output, log)
+        print(f"log written to {args.output}; replay it with: domino replay --file {args.output}")
+    return 0
+
+
+def _load(args: argparse.Namespace) -> list[Envelope]:
+    if args.file:
+        try:
+            return jsonl.read(args.file, args.match_id)
+        except (OSError, jsonl.LogFormatError) as e:
+            raise CliError(f"{args.file}: {e}") from None
+    raise CliError("give a match id or --file")
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    """Print a match event by event, up to ``--at``, as everyone or as one seat saw it."""
+    log = _load(args)
+    at = len(log) if args.at is None else args.at
+    if not 0 < at <= len(log):
+        raise CliError(f"--at must be between 1 and {len(log)}")
+    state: MatchState | None = None
+    seat = args.seat
+    for env in log[:at]:
+        state = evolve(state, env.event)
+        if seat is not None and not 0 <= seat < state.rules.players:
+            raise CliError(f"seat {seat} does not exist in this match")
+        event = env.event if seat is None else redact(env.event, seat)
+        if args.json:
+            out = Envelope(
+                match_id=env.match_id,
+                version=env.version,
+                command_id=env.command_id,
+                ts=env.ts,
+                event=event,
+            )
+            sys.stdout.buffer.write(JSON.encode(out) + b"\n")
+        else:
+            for line in describe(state, event):
+                print(f"{env.version:>5} {line}")
+    assert state is not None
+    if args.json:
+        sys.stdout.buffer.write(JSON.encode(view_for(state, seat)) + b"\n")
+    else:
+        print(f"at version {state.version}: {score_line(state, state.scores)}")
+    sys.stdout.flush()
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    """Re-fold a match through today's engine; exit 1 naming the first event that differs."""
+    log = _load(args)
+    problem = verify([e.event for e in log])
+    if problem is None:
+        print(f"ok: {len(log)} events agree with the rules")
+        return 0
+    print(f"version {problem.version}: {problem.message}", file=sys.stderr)
+    return 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
+    parser = argparse.ArgumentParser(prog="domino", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("demo", help="play a match between bots and show it round by round")
+    _rules_args(p)
+    p.add_argument("--seats", help="strategies by seat, comma-separated")
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("-o", "--output", help="also write the match log here (JSON lines)")
+    p.set_defaults(func=cmd_play)
+
+    p = sub.add_parser("play", help="play one match between bots in this process")
+    _rules_args(p)
+    p.add_argument("--seats", help=f"strategies by seat, comma-separated ({', '.join(STRATEGIES)})")
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("-o", "--output", help="also write the match log here (JSON lines)")
+    p.set_defaults(func=cmd_play)
+
+    for name, func, text in (
+        ("replay", cmd_replay, "print a match event by event"),
+        ("verify", cmd_verify, "check a match log against today's rules"),
+    ):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("match_id", nargs="?", help="the match, read from Redis")
+        p.add_argument("--file", help="read an exported log instead (no Redis needed)")
+        if name == "replay":
+            p.add_argument("--at", type=int, help="stop at this version (event number)")
+            p.add_argument("--seat", type=int, help="show only what this seat could see")
+            p.add_argument("--json", action="store_true", help="JSON lines for machines")
+        p.set_defaults(func=func)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``domino`` command."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except CliError as e:
+        print(f"domino: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,100 @@
+"""Human-readable lines for a match as it unfolds: the board, plays, hands and scores."""
+
+from __future__ import annotations
+
+from engine.state import MatchState
+from engine.tiles import Tile, format_tile
+from events.model import (
+    AnyEvent,
+    MatchCreated,
+    MatchEnded,
+    RoundEnded,
+    RoundStarted,
+    TileDrawn,
+    TilePlayed,
+    TurnPassed,
+    TurnTimedOut,
+)
+
+
+def tiles(hand: tuple[Tile, ...] | list[Tile]) -> str:
+    """A hand as ``[0|1] [2|5]``."""
+    return " ".join(format_tile(t) for t in hand) or "-"
+
+
+def side_name(state: MatchState, side: int) -> str:
+    """'pair 0+2' with partners, else 'seat 3'."""
+    if state.rules.partners:
+        return f"pair {side}+{side + 2}"
+    return f"seat {side}"
+
+
+def ends(state: MatchState) -> str:
+    """The open ends, e.g. ``left 3, right 5=`` (``=`` marks a crosswise double)."""
+    board = state.board
+    names = ("left", "right", "up", "down")
+    parts = [
+        f"{names[i]} {n}{'=' if board.tips[i] else ''}"
+        for i, n in enumerate(board.numbers)
+        if n is not None
+    ]
+    return ", ".join(parts)
+
+
+def describe(state: MatchState, event: AnyEvent) -> list[str]:
+    """Lines describing ``event``, given the state right after it was folded."""
+    rules = state.rules
+    if isinstance(event, MatchCreated):
+        pairs = ", in pairs" if rules.partners else ""
+        seats = ", ".join(f"{i}: {p}" for i, p in enumerate(event.players))
+        return [
+            f"{rules.family.title()}, {rules.players} players{pairs}, double-{rules.top}, "
+            f"to {rules.target} points. Seats: {seats}"
+        ]
+    if isinstance(event, RoundStarted):
+        lines = [f"Round {event.round}: seat {event.leader} leads"]
+        for seat, hand in enumerate(event.hands):
+            shown = tiles(hand) if hand is not None else f"{event.hand_sizes[seat]} tiles"
+            lines.append(f"  seat {seat} holds {shown}")
+        if event.stock is not None and event.stock:
+            lines.append(f"  stock {tiles(event.stock)}")
+        elif event.stock_size:
+            lines.append(f"  stock: {event.stock_size} tiles")
+        return lines
+    if isinstance(event, TilePlayed):
+        where = "leads" if event.end is None else f"plays on {event.end}:"
+        scored = f"  +{event.points}" if event.points else ""
+        return [f"  seat {event.seat} {where} {format_tile(event.tile)}  [{ends(state)}]{scored}"]
+    if isinstance(event, TileDrawn):
+        drawn = format_tile(event.tile) if event.tile is not None else "a tile"
+        return [f"  seat {event.seat} draws {drawn}"]
+    if isinstance(event, TurnPassed):
+        return [f"  seat {event.seat} passes"]
+    if isinstance(event, TurnTimedOut):
+        return [f"  seat {event.seat} ran out of time"]
+    if isinstance(event, RoundEnded):
+        how = {
+            "domino": f"seat {event.winner} dominoes",
+            "blocked": f"blocked, seat {event.winner}'s side has the lowest count",
+            "target": f"seat {event.winner} reaches the target during play",
+            "resigned": "a seat resigned",
+        }[event.outcome]
+        if event.side is not None and event.points:
+            how += f"; {side_name(state, event.side)} scores {event.points}"
+        counts = ", ".join(f"{s}: {c}" for s, c in enumerate(event.counts))
+        return [
+            f"  Round {event.round} over: {how}",
+            f"  hands left: {counts}",
+            f"  scores: {score_line(state, event.scores)}",
+        ]
+    if isinstance(event, MatchEnded):
+        why = "reached the target" if event.reason == "target" else "won by resignation"
+        return [
+            f"Match over: {side_name(state, event.winner)} {why}, {score_line(state, event.scores)}"
+        ]
+    return [repr(event)]  # pragma: no cover - the union is closed
+
+
+def score_line(state: MatchState, scores: tuple[int, ...] | list[int]) -> str:
+    """Scores by side, e.g. ``pair 0+2 105, pair 1+3 40``."""
+    return ", ".join(f"{side_name(state, s)} {p}" for s, p in enumerate(scores))
