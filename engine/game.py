@@ -7,6 +7,7 @@ replays exactly from its events alone. Rule numbers refer to RULES.md.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from engine.board import END_INDEX, END_NAMES, Board
@@ -38,6 +39,8 @@ from events.model import (
 )
 
 MAX_NAME = 64
+MAX_DEADLINE_MS = 86_400_000
+_POOL = re.compile(r"[a-z0-9_\-]{1,32}")
 
 
 class FoldError(ValueError):
@@ -113,7 +116,20 @@ def _create(state: MatchState | None, command: CreateMatch) -> list[AnyEvent] | 
         )
     if any(not p.strip() or len(p) > MAX_NAME for p in players):
         return _reject("bad_players", "C3", f"player names must be 1 to {MAX_NAME} characters")
-    return [MatchCreated(rules=command.rules, players=players)]
+    if command.bots and len(command.bots) != len(players):
+        return _reject("bad_players", "C3", "name a bot pool (or none) for every seat")
+    if any(b is not None and not _POOL.fullmatch(b) for b in command.bots):
+        return _reject("bad_players", "C3", "bot pool names are 1-32 of a-z, 0-9, _ and -")
+    if not 0 <= command.deadline_ms <= MAX_DEADLINE_MS:
+        return _reject("bad_rules", "-", f"deadline_ms must be 0 to {MAX_DEADLINE_MS}")
+    return [
+        MatchCreated(
+            rules=command.rules,
+            players=players,
+            bots=command.bots,
+            deadline_ms=command.deadline_ms,
+        )
+    ]
 
 
 def _deal(state: MatchState, command: DealRound) -> list[AnyEvent] | Rejection:
@@ -450,6 +466,8 @@ def evolve(state: MatchState | None, event: AnyEvent) -> MatchState:
         if state is not None:
             raise FoldError("match_created can only be the first event")
         s = MatchState(event.rules, event.players)
+        s.bots = event.bots
+        s.deadline_ms = event.deadline_ms
         s.version = 1
         return s
     if state is None:

@@ -21,6 +21,8 @@ class MatchState:
 
     __slots__ = (
         "board",
+        "bots",
+        "deadline_ms",
         "forced_lead",
         "hands",
         "history",
@@ -43,6 +45,8 @@ class MatchState:
         self.rules = rules
         self.players = players
         self.version = 0  # events folded so far
+        self.bots: tuple[str | None, ...] = ()  # house bot pool by seat (service setting)
+        self.deadline_ms = 0  # each turn's time limit (service setting)
         self.phase: Phase = "dealing"
         self.round = 0
         self.scores = [0] * rules.sides
@@ -64,6 +68,8 @@ class MatchState:
         s.rules = self.rules
         s.players = self.players
         s.version = self.version
+        s.bots = self.bots
+        s.deadline_ms = self.deadline_ms
         s.phase = self.phase
         s.round = self.round
         s.scores = self.scores[:]

@@ -41,7 +41,12 @@ def command_for(state: MatchState | None, event: AnyEvent) -> AnyCommand | None:
     """The command that must have produced ``event`` when it opens a command's events, or None
     when it is a consequence of the previous one (a round or match end)."""
     if isinstance(event, MatchCreated):
-        return CreateMatch(rules=event.rules, players=event.players)
+        return CreateMatch(
+            rules=event.rules,
+            players=event.players,
+            bots=event.bots,
+            deadline_ms=event.deadline_ms,
+        )
     if isinstance(event, RoundStarted):
         if event.stock is None or any(h is None for h in event.hands):
             return None

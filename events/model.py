@@ -23,10 +23,16 @@ class Command(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
 
 
 class CreateMatch(Command, frozen=True, tag="create_match"):
-    """Open a match with its rules and the names of the players by seat."""
+    """Open a match with its rules and the names of the players by seat.
+
+    ``bots`` names, by seat, the pool of house bots that plays it (None: an external player);
+    empty means every seat is external. ``deadline_ms`` is each turn's time limit (0: none).
+    """
 
     rules: Rules
     players: tuple[str, ...]
+    bots: tuple[str | None, ...] = ()
+    deadline_ms: int = 0
 
 
 class DealRound(Command, frozen=True, tag="deal_round"):
@@ -84,10 +90,12 @@ class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
 
 
 class MatchCreated(Event, frozen=True, tag="match_created"):
-    """A match opened; its rules are stored here, whole."""
+    """A match opened; its rules and seats are stored here, whole."""
 
     rules: Rules
     players: tuple[str, ...]
+    bots: tuple[str | None, ...] = ()
+    deadline_ms: int = 0
 
 
 class RoundStarted(Event, frozen=True, tag="round_started"):
@@ -190,6 +198,8 @@ Reason = Literal[
     "bad_players",
     "bad_rules",
     "stale_timeout",
+    "bad_command",
+    "conflict",
 ]
 
 

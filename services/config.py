@@ -1,0 +1,88 @@
+"""Settings from environment variables, each with a documented default (12-factor).
+
+| variable | default | meaning |
+| --- | --- | --- |
+| REDIS_URL | (unset: an embedded redis-server) | the Redis to use |
+| DOMINO_REDIS_CLUSTER | 0 | 1 if REDIS_URL is a Redis Cluster node |
+| DOMINO_PREFIX | dom | prefix of every key |
+| DOMINO_PARTITIONS | 8 | partitions of commands, logs and turns; fixed for a deployment |
+| DOMINO_APPENDFSYNC | everysec | durability of an embedded Redis: everysec, always or no |
+| DOMINO_DATA_DIR | (a temporary directory) | where an embedded Redis keeps its files |
+| DOMINO_LOG_LEVEL | info | debug, info, warning or error |
+| DOMINO_LOG_FORMAT | console | console, or json for one JSON object a line |
+| DOMINO_BATCH | 500 | most messages a service reads at once |
+| DOMINO_MAX_DELIVERIES | 5 | deliveries of a failing message before it is dead-lettered |
+| DOMINO_CLAIM_IDLE_MS | 5000 | pending this long, a message is claimed by another consumer |
+| DOMINO_MAX_COMMAND_BYTES | 16384 | larger commands are rejected unread |
+| DOMINO_DEFAULT_DEADLINE_MS | 0 | a turn's deadline when a match sets none (0: no deadline) |
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Literal
+
+import msgspec
+
+ENV: dict[str, str] = {
+    "redis_url": "REDIS_URL",
+    "cluster": "DOMINO_REDIS_CLUSTER",
+    "prefix": "DOMINO_PREFIX",
+    "partitions": "DOMINO_PARTITIONS",
+    "appendfsync": "DOMINO_APPENDFSYNC",
+    "data_dir": "DOMINO_DATA_DIR",
+    "log_level": "DOMINO_LOG_LEVEL",
+    "log_format": "DOMINO_LOG_FORMAT",
+    "batch": "DOMINO_BATCH",
+    "max_deliveries": "DOMINO_MAX_DELIVERIES",
+    "claim_idle_ms": "DOMINO_CLAIM_IDLE_MS",
+    "max_command_bytes": "DOMINO_MAX_COMMAND_BYTES",
+    "default_deadline_ms": "DOMINO_DEFAULT_DEADLINE_MS",
+}
+"""Each setting and the environment variable it is read from."""
+
+
+class ConfigError(ValueError):
+    """Raised when an environment variable holds a value the setting cannot take."""
+
+
+class Settings(msgspec.Struct, frozen=True, kw_only=True):
+    """Every setting of the services; see the module docstring for the variables."""
+
+    redis_url: str | None = None
+    cluster: bool = False
+    prefix: str = "dom"
+    partitions: int = 8
+    appendfsync: Literal["everysec", "always", "no"] = "everysec"
+    data_dir: str | None = None
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_format: Literal["console", "json"] = "console"
+    batch: int = 500
+    max_deliveries: int = 5
+    claim_idle_ms: int = 5000
+    max_command_bytes: int = 16384
+    default_deadline_ms: int = 0
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Read the settings from ``environ`` (default: the process environment)."""
+        environ = os.environ if environ is None else environ
+        raw: dict[str, object] = {}
+        for field, var in ENV.items():
+            value = environ.get(var)
+            if value is None or value == "":
+                continue
+            if field == "cluster":
+                raw[field] = value.lower() in ("1", "true", "yes", "on")
+            else:
+                raw[field] = value
+        try:
+            settings = msgspec.convert(raw, cls, strict=False)
+        except msgspec.ValidationError as e:
+            raise ConfigError(f"bad setting: {e}") from None
+        if settings.partitions < 1 or settings.batch < 1 or settings.max_deliveries < 1:
+            raise ConfigError(
+                "DOMINO_PARTITIONS, DOMINO_BATCH and DOMINO_MAX_DELIVERIES must be ≥ 1"
+            )
+        return settings
