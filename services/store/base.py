@@ -1,0 +1,181 @@
+"""The event store contract: records, errors and the abstract store every backend implements."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Self
+
+START = "0"
+"""Log position before the first entry: `read_log(partition, START, n)` reads from the start."""
+
+
+@dataclass(frozen=True, slots=True)
+class NewEvent:
+    """An event to append: its type (for inspection only) and its already-encoded bytes."""
+
+    type: str
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """A stored event: `version` is its 1-based position in its match's stream."""
+
+    match_id: str
+    version: int
+    type: str
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxEntry:
+    """A message added to `stream` in the same atomic append, payload in field `__data__`.
+
+    The stream must carry the match's partition tag (e.g. the partition's turns stream).
+    """
+
+    stream: str
+    payload: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    """Versions given to an append: `first_version..last_version` inclusive.
+
+    An append of no events gets `first_version == last_version + 1` (an empty range).
+    `duplicate` is True when the command id had been seen and this is the earlier result.
+    """
+
+    first_version: int
+    last_version: int
+    duplicate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AppendRequest:
+    """One append of a batch given to `EventStore.append_many`."""
+
+    match_id: str
+    events: Sequence[NewEvent]
+    expected_version: int
+    command_id: str
+    outbox: Sequence[OutboxEntry] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class StreamEntry:
+    """A raw entry of an outbox stream: its position and its fields."""
+
+    position: str
+    fields: dict[bytes, bytes]
+
+
+class StoreError(Exception):
+    """Base class of the errors the event store raises on purpose."""
+
+
+class ConcurrencyError(StoreError):
+    """Raised when a match's version is not the one the appender expected; nothing is written."""
+
+    def __init__(self, match_id: str, expected: int, actual: int) -> None:
+        super().__init__(f"match {match_id!r} is at version {actual}, not {expected}")
+        self.match_id = match_id
+        self.expected = expected
+        self.actual = actual
+
+    def __reduce__(self) -> tuple[type[ConcurrencyError], tuple[str, int, int]]:
+        return type(self), (self.match_id, self.expected, self.actual)
+
+
+class InvalidMatchId(StoreError, ValueError):
+    """Raised for a match id that is empty, longer than 128 characters, or holds braces,
+    whitespace or control characters."""
+
+
+class InvalidAppend(StoreError, ValueError):
+    """Raised for an append that can never succeed as given: a negative expected version, an
+    empty command id, or an outbox stream outside the match's partition."""
+
+
+class EventStore(abc.ABC):
+    """Per-match event streams with optimistic concurrency, command dedupe and an outbox.
+
+    Every append also adds its events to the notification log of the match's partition, so a
+    projection can follow all matches of a partition from one saved position.
+    """
+
+    partitions: int
+    prefix: str
+
+    @abc.abstractmethod
+    async def append(
+        self,
+        match_id: str,
+        events: Sequence[NewEvent],
+        expected_version: int,
+        command_id: str,
+        outbox: Sequence[OutboxEntry] = (),
+    ) -> AppendResult:
+        """Atomically append `events` and `outbox` if the match is at `expected_version`.
+
+        A command id already recorded for this match returns the earlier result and writes
+        nothing. Raises ConcurrencyError (nothing written) when the version differs,
+        InvalidMatchId or InvalidAppend before contacting the backend.
+        """
+
+    @abc.abstractmethod
+    async def append_many(
+        self, batch: Sequence[AppendRequest]
+    ) -> list[AppendResult | ConcurrencyError]:
+        """Run many appends in one round trip; each is atomic, the batch is not.
+
+        A conflict is returned in its slot, not raised. Invalid requests raise before any
+        append is sent.
+        """
+
+    @abc.abstractmethod
+    async def read(
+        self, match_id: str, from_version: int = 1, to_version: int | None = None
+    ) -> list[Recorded]:
+        """Events of a match with `from_version <= version <= to_version` (to the end if None)."""
+
+    @abc.abstractmethod
+    async def version(self, match_id: str) -> int:
+        """Number of events of the match; 0 for a match never appended to."""
+
+    async def exists(self, match_id: str) -> bool:
+        """True once the match has at least one event."""
+        return await self.version(match_id) > 0
+
+    @abc.abstractmethod
+    async def read_log(
+        self, partition: int, after: str = START, count: int = 100
+    ) -> list[tuple[str, Recorded]]:
+        """Up to `count` notification-log entries of a partition after position `after`.
+
+        Positions are opaque strings, increasing; `START` ("0") reads from the beginning.
+        """
+
+    @abc.abstractmethod
+    async def read_stream(
+        self, stream: str, after: str = START, count: int | None = None
+    ) -> list[StreamEntry]:
+        """Raw entries of an outbox stream after `after` (for inspection and tests)."""
+
+    async def aclose(self) -> None:
+        """Release connections; the store is unusable afterwards."""
+        return None
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

@@ -1,0 +1,139 @@
+"""Key layout: every key of a match and of its partition carries the partition's hash tag.
+
+    <prefix>:{p<n>}:m:<match_id>        match stream, one entry per event, never trimmed
+    <prefix>:{p<n>}:dedupe:<match_id>   hash: command id -> result of the append it made
+    <prefix>:{p<n>}:log                 notification log of the partition
+    <prefix>:{p<n>}:turns               bots' work stream (an outbox stream)
+    <prefix>:{p<n>}:cmd                 commands for the partition's referee
+    <prefix>:{p<n>}:proj:<name>[:...]   a projection's checkpoint and data
+
+Redis Cluster hashes only the text between the first `{` and the next `}`, so all keys of a
+partition share one slot and a single script may touch all of them.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from services.store.base import InvalidAppend, InvalidMatchId, OutboxEntry
+
+DEFAULT_PREFIX = "dom"
+DEFAULT_PARTITIONS = 8
+MAX_MATCH_ID_LENGTH = 128
+
+_MATCH_ID = re.compile(rf"[^\s{{}}\x00-\x1f\x7f]{{1,{MAX_MATCH_ID_LENGTH}}}")
+_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
+
+
+def validate_match_id(match_id: str) -> None:
+    """Raise InvalidMatchId unless `match_id` is 1-128 characters without braces or spaces."""
+    if not isinstance(match_id, str) or _MATCH_ID.fullmatch(match_id) is None:
+        raise InvalidMatchId(
+            f"invalid match id {match_id!r}: 1-{MAX_MATCH_ID_LENGTH} characters, "
+            "no braces, whitespace or control characters"
+        )
+
+
+def partition_of(match_id: str, partitions: int) -> int:
+    """The partition (0..partitions-1) a match belongs to; stable across processes and runs."""
+    return zlib.crc32(match_id.encode()) % partitions
+
+
+def hash_tag(key: str) -> str | None:
+    """The part of `key` Redis Cluster hashes when it has a non-empty `{...}`, else None."""
+    start = key.find("{")
+    if start < 0:
+        return None
+    end = key.find("}", start + 1)
+    if end <= start + 1:
+        return None
+    return key[start + 1 : end]
+
+
+@dataclass(frozen=True, slots=True)
+class Keys:
+    """Builds every key of the store for one prefix and number of partitions."""
+
+    prefix: str = DEFAULT_PREFIX
+    partitions: int = DEFAULT_PARTITIONS
+
+    def __post_init__(self) -> None:
+        if not self.prefix or any(c in self.prefix for c in "{} \t\r\n"):
+            raise ValueError(f"invalid key prefix {self.prefix!r}")
+        if self.partitions < 1:
+            raise ValueError(f"partitions must be at least 1, not {self.partitions}")
+
+    def partition_of(self, match_id: str) -> int:
+        """The partition of a match; raises InvalidMatchId for an invalid id."""
+        validate_match_id(match_id)
+        return partition_of(match_id, self.partitions)
+
+    def check_partition(self, partition: int) -> None:
+        """Raise ValueError unless `partition` is one of this layout's partitions."""
+        if not 0 <= partition < self.partitions:
+            raise ValueError(f"partition {partition} not in 0..{self.partitions - 1}")
+
+    def tag(self, partition: int) -> str:
+        """The hash tag shared by a partition's keys, braces included: `{p3}`."""
+        return f"{{p{partition}}}"
+
+    def match(self, match_id: str) -> str:
+        """The match stream: one entry per event, entry id `0-<version>`."""
+        return f"{self.prefix}:{self.tag(self.partition_of(match_id))}:m:{match_id}"
+
+    def dedupe(self, match_id: str) -> str:
+        """The hash of command ids already applied to a match."""
+        return f"{self.prefix}:{self.tag(self.partition_of(match_id))}:dedupe:{match_id}"
+
+    def log(self, partition: int) -> str:
+        """The notification log of a partition: every event of its matches, in append order."""
+        return f"{self.prefix}:{self.tag(partition)}:log"
+
+    def turns(self, partition: int) -> str:
+        """The stream of turns for bots of a partition's matches."""
+        return f"{self.prefix}:{self.tag(partition)}:turns"
+
+    def commands(self, partition: int) -> str:
+        """The stream of commands for a partition's referee."""
+        return f"{self.prefix}:{self.tag(partition)}:cmd"
+
+    def projection(self, name: str, partition: int) -> str:
+        """The checkpoint key of a projection; its data keys start with this plus `:`."""
+        if _NAME.fullmatch(name) is None:
+            raise ValueError(f"invalid projection name {name!r}")
+        return f"{self.prefix}:{self.tag(partition)}:proj:{name}"
+
+    def in_partition(self, key: str, partition: int) -> bool:
+        """True when `key` hashes with the given partition's keys (same hash tag)."""
+        return hash_tag(key) == f"p{partition}"
+
+
+def check_append(
+    keys: Keys,
+    match_id: str,
+    expected_version: int,
+    command_id: str,
+    outbox: Sequence[OutboxEntry],
+) -> int:
+    """Validate an append before it is sent and return the match's partition.
+
+    Raises InvalidMatchId for a bad match id, InvalidAppend for a negative expected version,
+    an empty command id or an outbox stream outside the match's partition.
+    """
+    partition = keys.partition_of(match_id)
+    if isinstance(expected_version, bool) or not isinstance(expected_version, int):
+        raise InvalidAppend(f"expected version must be an int, not {expected_version!r}")
+    if expected_version < 0:
+        raise InvalidAppend(f"expected version must be >= 0, not {expected_version}")
+    if not isinstance(command_id, str) or not command_id:
+        raise InvalidAppend(f"command id must be a non-empty string, not {command_id!r}")
+    for entry in outbox:
+        if not keys.in_partition(entry.stream, partition):
+            raise InvalidAppend(
+                f"outbox stream {entry.stream!r} is outside partition {partition} of match "
+                f"{match_id!r}: it must carry the hash tag {keys.tag(partition)}"
+            )
+    return partition

@@ -1,0 +1,139 @@
+"""The in-memory event store: same semantics and errors as the Redis one, for pure tests and
+offline replay. Not shared between processes; positions are entry counts as strings."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from services.store.base import (
+    START,
+    AppendRequest,
+    AppendResult,
+    ConcurrencyError,
+    EventStore,
+    NewEvent,
+    OutboxEntry,
+    Recorded,
+    StreamEntry,
+)
+from services.store.keys import DEFAULT_PARTITIONS, DEFAULT_PREFIX, Keys, check_append
+
+
+class MemoryEventStore(EventStore):
+    """Event store kept in dicts and lists of this process."""
+
+    def __init__(
+        self, *, partitions: int = DEFAULT_PARTITIONS, prefix: str = DEFAULT_PREFIX
+    ) -> None:
+        self.keys = Keys(prefix, partitions)
+        self.partitions = partitions
+        self.prefix = prefix
+        self._matches: dict[str, list[Recorded]] = {}
+        self._dedupe: dict[str, dict[str, AppendResult]] = {}
+        self._logs: list[list[Recorded]] = [[] for _ in range(partitions)]
+        self._streams: dict[str, list[dict[bytes, bytes]]] = {}
+
+    async def append(
+        self,
+        match_id: str,
+        events: Sequence[NewEvent],
+        expected_version: int,
+        command_id: str,
+        outbox: Sequence[OutboxEntry] = (),
+    ) -> AppendResult:
+        """Atomically append `events` and `outbox` if the match is at `expected_version`."""
+        partition = check_append(self.keys, match_id, expected_version, command_id, outbox)
+        return self._append(partition, match_id, events, expected_version, command_id, outbox)
+
+    async def append_many(
+        self, batch: Sequence[AppendRequest]
+    ) -> list[AppendResult | ConcurrencyError]:
+        """Run many appends; each is atomic, a conflict is returned in its slot."""
+        partitions = [
+            check_append(self.keys, r.match_id, r.expected_version, r.command_id, r.outbox)
+            for r in batch
+        ]
+        results: list[AppendResult | ConcurrencyError] = []
+        for partition, r in zip(partitions, batch, strict=True):
+            try:
+                results.append(
+                    self._append(
+                        partition, r.match_id, r.events, r.expected_version, r.command_id, r.outbox
+                    )
+                )
+            except ConcurrencyError as conflict:
+                results.append(conflict)
+        return results
+
+    def _append(
+        self,
+        partition: int,
+        match_id: str,
+        events: Sequence[NewEvent],
+        expected_version: int,
+        command_id: str,
+        outbox: Sequence[OutboxEntry],
+    ) -> AppendResult:
+        seen = self._dedupe.get(match_id)
+        if seen is not None and command_id in seen:
+            return replace(seen[command_id], duplicate=True)
+        stream = self._matches.setdefault(match_id, [])
+        if len(stream) != expected_version:
+            raise ConcurrencyError(match_id, expected_version, len(stream))
+        recorded = [
+            Recorded(match_id, expected_version + i, event.type, bytes(event.data))
+            for i, event in enumerate(events, start=1)
+        ]
+        stream.extend(recorded)
+        self._logs[partition].extend(recorded)
+        for entry in outbox:
+            self._streams.setdefault(entry.stream, []).append({b"__data__": bytes(entry.payload)})
+        result = AppendResult(expected_version + 1, expected_version + len(recorded))
+        self._dedupe.setdefault(match_id, {})[command_id] = result
+        return result
+
+    async def read(
+        self, match_id: str, from_version: int = 1, to_version: int | None = None
+    ) -> list[Recorded]:
+        """Events of a match with `from_version <= version <= to_version`."""
+        self.keys.partition_of(match_id)
+        stream = self._matches.get(match_id, [])
+        stop = len(stream) if to_version is None else max(0, to_version)
+        return stream[max(from_version, 1) - 1 : stop]
+
+    async def version(self, match_id: str) -> int:
+        """Number of events of the match; 0 for a match never appended to."""
+        self.keys.partition_of(match_id)
+        return len(self._matches.get(match_id, ()))
+
+    async def read_log(
+        self, partition: int, after: str = START, count: int = 100
+    ) -> list[tuple[str, Recorded]]:
+        """Up to `count` notification-log entries of a partition after position `after`."""
+        self.keys.check_partition(partition)
+        start = _index(after)
+        log = self._logs[partition][start : start + count]
+        return [(str(start + i), record) for i, record in enumerate(log, start=1)]
+
+    async def read_stream(
+        self, stream: str, after: str = START, count: int | None = None
+    ) -> list[StreamEntry]:
+        """Raw entries of an outbox stream after `after`."""
+        start = _index(after)
+        entries = self._streams.get(stream, [])
+        stop = None if count is None else start + count
+        return [
+            StreamEntry(str(start + i), dict(fields))
+            for i, fields in enumerate(entries[start:stop], start=1)
+        ]
+
+
+def _index(position: str) -> int:
+    try:
+        index = int(position)
+    except ValueError:
+        raise ValueError(f"not a position of the memory store: {position!r}") from None
+    if index < 0:
+        raise ValueError(f"not a position of the memory store: {position!r}")
+    return index

