@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from collections.abc import Sequence
+
+from redis.exceptions import RedisError
 
 from engine.game import evolve
 from engine.rules import Rules, RulesError
@@ -15,8 +18,13 @@ from engine.views import redact, view_for
 from events.codec import JSON
 from events.envelope import Envelope
 from services import jsonl
+from services.config import ConfigError, Settings
 from services.local import play_local_match
+from services.redis_env import RedisUnavailable
 from services.render import describe, score_line
+from services.runtime import redis_url
+from services.store import EventStore, open_store
+from services.store.base import ConcurrencyError, NewEvent, StoreError
 
 
 class CliError(Exception):
@@ -79,7 +87,86 @@ def _load(args: argparse.Namespace) -> list[Envelope]:
             return jsonl.read(args.file, args.match_id)
         except (OSError, jsonl.LogFormatError) as e:
             raise CliError(f"{args.file}: {e}") from None
-    raise CliError("give a match id or --file")
+    if not args.match_id:
+        raise CliError("give a match id or --file")
+    return asyncio.run(_read_match(args.match_id))
+
+
+def _settings() -> Settings:
+    try:
+        return Settings.from_env()
+    except ConfigError as e:
+        raise CliError(str(e)) from None
+
+
+async def _open(url: str, settings: Settings) -> EventStore:
+    try:
+        return await open_store(
+            url,
+            cluster=settings.cluster or "auto",
+            partitions=settings.partitions,
+            prefix=settings.prefix,
+        )
+    except RedisError as e:
+        raise CliError(f"cannot reach Redis at {url}: {e}") from None
+
+
+async def _read_match(match_id: str) -> list[Envelope]:
+    settings = _settings()
+    with redis_url(settings) as url:
+        store = await _open(url, settings)
+        try:
+            records = await store.read(match_id)
+        except StoreError as e:
+            raise CliError(str(e)) from None
+        finally:
+            await store.aclose()
+    if not records:
+        raise CliError(f"no match {match_id!r} in this store")
+    try:
+        return jsonl.parse([r.data for r in records], match_id)
+    except jsonl.LogFormatError as e:
+        raise CliError(f"match {match_id}: stored {e}") from None
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Write a stored match to a JSON-lines file."""
+    log = asyncio.run(_read_match(args.match_id))
+    try:
+        jsonl.write(args.output, log)
+    except OSError as e:
+        raise CliError(f"{args.output}: {e}") from None
+    print(f"exported {len(log)} events of match {args.match_id} to {args.output}")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """Store a match from a JSON-lines file, all at once, only if it is not there yet."""
+    try:
+        log = jsonl.read(args.file)
+    except (OSError, jsonl.LogFormatError) as e:
+        raise CliError(f"{args.file}: {e}") from None
+    return asyncio.run(_import(log))
+
+
+async def _import(log: list[Envelope]) -> int:
+    settings = _settings()
+    match_id = log[0].match_id
+    with redis_url(settings) as url:
+        store = await _open(url, settings)
+        try:
+            events = [NewEvent(e.event.__struct_config__.tag, JSON.encode(e)) for e in log]
+            result = await store.append(match_id, events, 0, f"import:{match_id}")
+            if result.duplicate:
+                raise ConcurrencyError(match_id, 0, len(log))
+        except ConcurrencyError:
+            raise CliError(f"match {match_id} already exists: nothing imported") from None
+        except StoreError as e:
+            raise CliError(str(e)) from None
+        finally:
+            await store.aclose()
+    print(f"imported {len(log)} events of match {match_id}")
+    return 0
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -158,6 +245,14 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--seat", type=int, help="show only what this seat could see")
             p.add_argument("--json", action="store_true", help="JSON lines for machines")
         p.set_defaults(func=func)
+    p = sub.add_parser("export", help="write a stored match to a JSON-lines file")
+    p.add_argument("match_id")
+    p.add_argument("-o", "--output", required=True)
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("import", help="store a match from a JSON-lines file")
+    p.add_argument("file")
+    p.set_defaults(func=cmd_import)
     return parser
 
 
@@ -166,7 +261,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
-    except CliError as e:
+    except (CliError, RedisUnavailable) as e:
         print(f"domino: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
