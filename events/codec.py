@@ -11,6 +11,7 @@ import msgspec
 
 from events.envelope import CommandEnvelope, Envelope
 from events.model import AnyCommand, AnyEvent, Rejection
+from events.wire import Rejected, TurnMessage
 
 Format = Literal["json", "msgpack"]
 T = TypeVar("T")
@@ -37,6 +38,8 @@ class Codec:
         self._event: _Decoder[AnyEvent] = _decoder(fmt, AnyEvent)  # type: ignore[arg-type]
         self._command: _Decoder[AnyCommand] = _decoder(fmt, AnyCommand)  # type: ignore[arg-type]
         self._rejection: _Decoder[Rejection] = _decoder(fmt, Rejection)
+        self._turn: _Decoder[TurnMessage] = _decoder(fmt, TurnMessage)
+        self._rejected: _Decoder[Rejected] = _decoder(fmt, Rejected)
 
     def encode(self, message: msgspec.Struct) -> bytes:
         """Encode any message (envelope, event, command, rejection, view)."""
@@ -61,6 +64,14 @@ class Codec:
     def decode_rejection(self, data: bytes) -> Rejection:
         """Decode a rejection; raise DecodeError if it is not one."""
         return _decode(self._rejection, data)
+
+    def decode_turn(self, data: bytes) -> TurnMessage:
+        """Decode a turn message for a bot; raise DecodeError if it is not one."""
+        return _decode(self._turn, data)
+
+    def decode_rejected(self, data: bytes) -> Rejected:
+        """Decode a rejection sent back to a command's sender; raise DecodeError otherwise."""
+        return _decode(self._rejected, data)
 
 
 class _Decoder(Protocol[T_co]):
