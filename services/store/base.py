@@ -6,7 +6,10 @@ import abc
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Self
+from typing import TYPE_CHECKING, Self
+
+if TYPE_CHECKING:
+    from services.store.keys import Keys
 
 START = "0"
 """Log position before the first entry: `read_log(partition, START, n)` reads from the start."""
@@ -107,8 +110,8 @@ class EventStore(abc.ABC):
     projection can follow all matches of a partition from one saved position.
     """
 
-    partitions: int
-    prefix: str
+    keys: Keys
+    """Key layout: prefix, number of partitions, and every key builder."""
 
     @abc.abstractmethod
     async def append(

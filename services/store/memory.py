@@ -27,8 +27,6 @@ class MemoryEventStore(EventStore):
         self, *, partitions: int = DEFAULT_PARTITIONS, prefix: str = DEFAULT_PREFIX
     ) -> None:
         self.keys = Keys(prefix, partitions)
-        self.partitions = partitions
-        self.prefix = prefix
         self._matches: dict[str, list[Recorded]] = {}
         self._dedupe: dict[str, dict[str, AppendResult]] = {}
         self._logs: list[list[Recorded]] = [[] for _ in range(partitions)]
@@ -78,15 +76,16 @@ class MemoryEventStore(EventStore):
         seen = self._dedupe.get(match_id)
         if seen is not None and command_id in seen:
             return replace(seen[command_id], duplicate=True)
-        stream = self._matches.setdefault(match_id, [])
-        if len(stream) != expected_version:
-            raise ConcurrencyError(match_id, expected_version, len(stream))
+        version = len(self._matches.get(match_id, ()))
+        if version != expected_version:
+            raise ConcurrencyError(match_id, expected_version, version)
         recorded = [
             Recorded(match_id, expected_version + i, event.type, bytes(event.data))
             for i, event in enumerate(events, start=1)
         ]
-        stream.extend(recorded)
-        self._logs[partition].extend(recorded)
+        if recorded:
+            self._matches.setdefault(match_id, []).extend(recorded)
+            self._logs[partition].extend(recorded)
         for entry in outbox:
             self._streams.setdefault(entry.stream, []).append({b"__data__": bytes(entry.payload)})
         result = AppendResult(expected_version + 1, expected_version + len(recorded))

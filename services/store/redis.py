@@ -69,8 +69,6 @@ class RedisEventStore(EventStore):
     ) -> None:
         self.client = client
         self.keys = Keys(prefix, partitions)
-        self.partitions = partitions
-        self.prefix = prefix
 
     async def append(
         self,
@@ -118,7 +116,7 @@ class RedisEventStore(EventStore):
         outbox: Sequence[OutboxEntry],
     ) -> Call:
         partition = check_append(self.keys, match_id, expected_version, command_id, outbox)
-        tag = f"{self.prefix}:{{p{partition}}}"
+        tag = f"{self.keys.prefix}:{{p{partition}}}"
         keys = [f"{tag}:m:{match_id}", f"{tag}:log", f"{tag}:dedupe:{match_id}"]
         args: list[Arg] = [match_id, expected_version, command_id, len(events)]
         for event in events:
