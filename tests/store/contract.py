@@ -1,0 +1,335 @@
+"""The event store contract, run once per backend by subclasses in test_event_store.py.
+
+A subclass provides the `store` fixture, a `second_writer` fixture (another client of the same
+data) and `snapshot`, which captures everything the store holds so a test can check that a
+refused append wrote nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from services.store import (
+    START,
+    AppendRequest,
+    AppendResult,
+    ConcurrencyError,
+    EventStore,
+    InvalidAppend,
+    InvalidMatchId,
+    NewEvent,
+    OutboxEntry,
+    Recorded,
+    partition_of,
+)
+
+BAD_MATCH_IDS = ["", "x" * 129, "two words", "tab\there", "new\nline", "{p1}", "a}b", "a{b"]
+
+
+def events(*types: str) -> list[NewEvent]:
+    """Events whose data is derived from their type, so reads can be checked."""
+    return [NewEvent(t, f'{{"type":"{t}"}}'.encode()) for t in types]
+
+
+def matches_in_partition(partition: int, count: int, partitions: int = 8) -> list[str]:
+    """`count` match ids that all fall in `partition`."""
+    found: list[str] = []
+    n = 0
+    while len(found) < count:
+        match_id = f"match-{n}"
+        if partition_of(match_id, partitions) == partition:
+            found.append(match_id)
+        n += 1
+    return found
+
+
+class EventStoreContract:
+    @pytest.fixture
+    def store(self) -> EventStore:
+        raise NotImplementedError
+
+    @pytest.fixture
+    def second_writer(self, store: EventStore) -> EventStore:
+        raise NotImplementedError
+
+    async def snapshot(self, store: EventStore) -> Any:
+        raise NotImplementedError
+
+    def turns(self, store: EventStore, match_id: str) -> str:
+        return store.keys.turns(partition_of(match_id, store.keys.partitions))
+
+    async def test_appended_events_read_back_in_order_with_their_versions(
+        self, store: EventStore
+    ) -> None:
+        first = await store.append("m1", events("a", "b"), 0, "c1")
+        second = await store.append("m1", events("c"), 2, "c2")
+
+        assert first == AppendResult(1, 2)
+        assert second == AppendResult(3, 3)
+        assert await store.read("m1") == [
+            Recorded("m1", 1, "a", b'{"type":"a"}'),
+            Recorded("m1", 2, "b", b'{"type":"b"}'),
+            Recorded("m1", 3, "c", b'{"type":"c"}'),
+        ]
+        assert await store.version("m1") == 3
+        assert await store.exists("m1")
+
+    async def test_a_new_match_has_version_zero_no_events_and_does_not_exist(
+        self, store: EventStore
+    ) -> None:
+        assert await store.version("nobody") == 0
+        assert await store.read("nobody") == []
+        assert not await store.exists("nobody")
+
+    async def test_reads_start_and_stop_at_any_version(self, store: EventStore) -> None:
+        await store.append("m1", events("a", "b", "c", "d", "e"), 0, "c1")
+
+        assert [r.version for r in await store.read("m1", 3)] == [3, 4, 5]
+        assert [r.version for r in await store.read("m1", 2, 4)] == [2, 3, 4]
+        assert [r.version for r in await store.read("m1", 5, 5)] == [5]
+        assert await store.read("m1", 6) == []
+        assert await store.read("m1", 4, 3) == []
+        assert [r.version for r in await store.read("m1", 0, 1)] == [1]
+
+    async def test_event_bytes_round_trip_unchanged(self, store: EventStore) -> None:
+        payloads = [b"", b"\x00\xff\x80binary", bytes(range(256)) * 256]
+        await store.append("m1", [NewEvent("blob", p) for p in payloads], 0, "c1")
+
+        assert [r.data for r in await store.read("m1")] == payloads
+        assert [r.data for _, r in await store.read_log(partition_of("m1", 8))] == payloads
+
+    async def test_a_stale_expected_version_raises_and_writes_nothing(
+        self, store: EventStore
+    ) -> None:
+        outbox = [OutboxEntry(self.turns(store, "m1"), b"turn")]
+        await store.append("m1", events("a", "b"), 0, "c1", outbox)
+        before = await self.snapshot(store)
+
+        with pytest.raises(ConcurrencyError) as raised:
+            await store.append("m1", events("late"), 1, "c2", outbox)
+
+        assert (raised.value.match_id, raised.value.expected, raised.value.actual) == ("m1", 1, 2)
+        assert await self.snapshot(store) == before
+        # The refused command id was not recorded: it can still be applied.
+        assert await store.append("m1", events("c"), 2, "c2") == AppendResult(3, 3)
+
+    async def test_an_expected_version_ahead_of_the_match_raises(self, store: EventStore) -> None:
+        before = await self.snapshot(store)
+
+        with pytest.raises(ConcurrencyError, match="at version 0, not 3"):
+            await store.append("m1", events("a"), 3, "c1")
+
+        assert await self.snapshot(store) == before
+
+    async def test_a_repeated_command_id_returns_the_earlier_result_and_writes_nothing(
+        self, store: EventStore
+    ) -> None:
+        outbox = [OutboxEntry(self.turns(store, "m1"), b"turn")]
+        await store.append("m1", events("a", "b"), 0, "c1", outbox)
+        await store.append("m1", events("c"), 2, "c2")
+        before = await self.snapshot(store)
+
+        again = await store.append("m1", events("a", "b"), 0, "c1", outbox)
+        stale_and_different = await store.append("m1", events("x"), 7, "c2", outbox)
+
+        assert again == AppendResult(1, 2, duplicate=True)
+        assert stale_and_different == AppendResult(3, 3, duplicate=True)
+        assert await self.snapshot(store) == before
+
+    async def test_command_ids_are_remembered_per_match(self, store: EventStore) -> None:
+        await store.append("m1", events("a"), 0, "same")
+
+        assert await store.append("m2", events("a"), 0, "same") == AppendResult(1, 1)
+
+    async def test_outbox_entries_are_written_with_the_events_in_the_data_field(
+        self, store: EventStore
+    ) -> None:
+        turns = self.turns(store, "m1")
+        outbox = [OutboxEntry(turns, b'{"seat":1}'), OutboxEntry(turns, b"2")]
+        await store.append("m1", events("a"), 0, "c1", outbox)
+
+        entries = await store.read_stream(turns)
+        assert [e.fields for e in entries] == [{b"__data__": b'{"seat":1}'}, {b"__data__": b"2"}]
+        assert await store.read_stream(turns, entries[0].position) == entries[1:]
+
+    async def test_an_outbox_stream_outside_the_partition_is_rejected(
+        self, store: EventStore
+    ) -> None:
+        home = partition_of("m1", 8)
+        elsewhere = store.keys.turns((home + 1) % 8)
+        before = await self.snapshot(store)
+
+        for stream in (elsewhere, "turns-without-tag"):
+            with pytest.raises(InvalidAppend, match="outside partition"):
+                await store.append("m1", events("a"), 0, "c1", [OutboxEntry(stream, b"x")])
+
+        assert await self.snapshot(store) == before
+
+    async def test_an_empty_append_records_its_command_and_writes_its_outbox(
+        self, store: EventStore
+    ) -> None:
+        turns = self.turns(store, "m1")
+        await store.append("m1", events("a"), 0, "c1")
+
+        result = await store.append("m1", [], 1, "nudge", [OutboxEntry(turns, b"again")])
+
+        assert result == AppendResult(2, 1)
+        assert await store.version("m1") == 1
+        assert [e.fields for e in await store.read_stream(turns)] == [{b"__data__": b"again"}]
+        assert await store.append("m1", [], 1, "nudge") == AppendResult(2, 1, duplicate=True)
+        assert len(await store.read_stream(turns)) == 1
+
+    async def test_the_notification_log_catches_up_from_a_saved_position(
+        self, store: EventStore
+    ) -> None:
+        partition = 3
+        m1, m2, m3 = matches_in_partition(partition, 3)
+        other = next(m for m in (f"x{n}" for n in range(100)) if partition_of(m, 8) != partition)
+        await store.append(m1, events("a", "b"), 0, "c1")
+        await store.append(other, events("elsewhere"), 0, "c1")
+        await store.append(m2, events("c"), 0, "c1")
+
+        seen = await store.read_log(partition, START, 2)
+        saved = seen[-1][0]
+        await store.append(m3, events("d"), 0, "c1")
+        await store.append(m1, events("e"), 2, "c2")
+        while page := await store.read_log(partition, saved, 2):
+            seen += page
+            saved = page[-1][0]
+
+        assert [(r.match_id, r.version, r.type) for _, r in seen] == [
+            (m1, 1, "a"),
+            (m1, 2, "b"),
+            (m2, 1, "c"),
+            (m3, 1, "d"),
+            (m1, 3, "e"),
+        ]
+        positions = [p for p, _ in seen]
+        assert len(set(positions)) == len(positions)
+        assert await store.read_log(partition, saved, 10) == []
+        assert [r.type for _, r in await store.read_log(partition_of(other, 8))] == ["elsewhere"]
+
+    async def test_read_log_rejects_an_unknown_partition(self, store: EventStore) -> None:
+        for partition in (-1, 8):
+            with pytest.raises(ValueError, match="partition"):
+                await store.read_log(partition)
+
+    @pytest.mark.parametrize("bad", BAD_MATCH_IDS)
+    async def test_bad_match_ids_are_rejected_with_a_typed_error(
+        self, store: EventStore, bad: str
+    ) -> None:
+        before = await self.snapshot(store)
+
+        with pytest.raises(InvalidMatchId):
+            await store.append(bad, events("a"), 0, "c1")
+        with pytest.raises(InvalidMatchId):
+            await store.append_many([AppendRequest(bad, events("a"), 0, "c1")])
+        with pytest.raises(InvalidMatchId):
+            await store.read(bad)
+        with pytest.raises(InvalidMatchId):
+            await store.version(bad)
+
+        assert await self.snapshot(store) == before
+
+    async def test_a_longest_allowed_match_id_works(self, store: EventStore) -> None:
+        match_id = "é" + "x" * 127
+
+        await store.append(match_id, events("a"), 0, "c1")
+
+        assert [r.match_id for r in await store.read(match_id)] == [match_id]
+
+    async def test_a_negative_expected_version_or_empty_command_id_is_rejected(
+        self, store: EventStore
+    ) -> None:
+        with pytest.raises(InvalidAppend):
+            await store.append("m1", events("a"), -1, "c1")
+        with pytest.raises(InvalidAppend):
+            await store.append("m1", events("a"), 0, "")
+
+    async def test_append_many_mixes_successes_conflicts_and_duplicates(
+        self, store: EventStore
+    ) -> None:
+        turns = self.turns(store, "m3")
+        await store.append("m1", events("a"), 0, "c1")
+        await store.append("m2", events("a"), 0, "c1")
+
+        results = await store.append_many(
+            [
+                AppendRequest("m1", events("b"), 1, "c2"),
+                AppendRequest("m2", events("b"), 5, "c2"),
+                AppendRequest("m1", events("a"), 0, "c1"),
+                AppendRequest("m3", events("a", "b"), 0, "c1", [OutboxEntry(turns, b"t")]),
+                AppendRequest("m1", events("c"), 2, "c3"),
+                AppendRequest("m1", events("late"), 2, "c4"),
+            ]
+        )
+
+        assert results[0] == AppendResult(2, 2)
+        assert isinstance(results[1], ConcurrencyError)
+        assert (results[1].expected, results[1].actual) == (5, 1)
+        assert results[2] == AppendResult(1, 1, duplicate=True)
+        assert results[3] == AppendResult(1, 2)
+        assert results[4] == AppendResult(3, 3)
+        assert isinstance(results[5], ConcurrencyError)
+        assert [r.type for r in await store.read("m1")] == ["a", "b", "c"]
+        assert [r.type for r in await store.read("m2")] == ["a"]
+        assert len(await store.read_stream(turns)) == 1
+
+    async def test_append_many_of_nothing_returns_nothing(self, store: EventStore) -> None:
+        assert await store.append_many([]) == []
+
+    async def test_append_many_rejects_an_invalid_request_before_applying_any(
+        self, store: EventStore
+    ) -> None:
+        before = await self.snapshot(store)
+
+        with pytest.raises(InvalidMatchId):
+            await store.append_many(
+                [AppendRequest("m1", events("a"), 0, "c1"), AppendRequest("", events("a"), 0, "c")]
+            )
+
+        assert await self.snapshot(store) == before
+
+    async def test_two_writers_racing_on_one_version_exactly_one_wins(
+        self, store: EventStore, second_writer: EventStore
+    ) -> None:
+        match_ids = [f"race-{n}" for n in range(20)]
+        for match_id in match_ids:
+            await store.append(match_id, events("start"), 0, "create")
+
+        outcomes = await asyncio.gather(
+            *(
+                writer.append(match_id, events(f"move-{w}"), 1, f"writer-{w}")
+                for match_id in match_ids
+                for w, writer in enumerate((store, second_writer))
+            ),
+            return_exceptions=True,
+        )
+
+        pairs = zip(outcomes[::2], outcomes[1::2], strict=True)
+        for match_id, pair in zip(match_ids, pairs, strict=True):
+            wins = [o for o in pair if isinstance(o, AppendResult)]
+            losses = [o for o in pair if isinstance(o, ConcurrencyError)]
+            assert (len(wins), len(losses)) == (1, 1), pair
+            assert wins[0] == AppendResult(2, 2)
+            assert await store.version(match_id) == 2
+            assert await second_writer.version(match_id) == 2
+
+    async def test_racing_batches_apply_each_version_once(
+        self, store: EventStore, second_writer: EventStore
+    ) -> None:
+        match_ids = [f"race-{n}" for n in range(50)]
+        batch_a = [AppendRequest(m, events("a"), 0, "writer-a") for m in match_ids]
+        batch_b = [AppendRequest(m, events("b"), 0, "writer-b") for m in match_ids]
+
+        results_a, results_b = await asyncio.gather(
+            store.append_many(batch_a), second_writer.append_many(batch_b)
+        )
+
+        for a, b in zip(results_a, results_b, strict=True):
+            assert isinstance(a, ConcurrencyError) != isinstance(b, ConcurrencyError)
+        for match_id in match_ids:
+            assert await store.version(match_id) == 1

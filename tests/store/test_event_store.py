@@ -1,0 +1,146 @@
+"""The event store contract on each backend: in memory, one Redis node, a Redis Cluster."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from redis.asyncio.cluster import RedisCluster
+
+from services.store import (
+    AppendRequest,
+    EventStore,
+    MemoryEventStore,
+    NewEvent,
+    OutboxEntry,
+    RedisEventStore,
+    open_store,
+    partition_of,
+)
+from tests.store.contract import EventStoreContract, events
+
+pytestmark = [pytest.mark.store, pytest.mark.anyio]
+
+
+class TestMemoryEventStore(EventStoreContract):
+    @pytest.fixture
+    def store(self) -> EventStore:
+        return MemoryEventStore()
+
+    @pytest.fixture
+    def second_writer(self, store: EventStore) -> EventStore:
+        return store
+
+    async def snapshot(self, store: EventStore) -> Any:
+        return copy.deepcopy(vars(store))
+
+
+async def redis_snapshot(store: EventStore) -> dict[bytes, Any]:
+    """Every key under the store's prefix with its full content."""
+    assert isinstance(store, RedisEventStore)
+    client = store.client
+    content: dict[bytes, Any] = {}
+    async for key in client.scan_iter(match=f"{store.keys.prefix}:*"):
+        kind = await client.type(key)
+        if kind == b"stream":
+            content[key] = list(await client.xrange(key) or [])
+        elif kind == b"hash":
+            content[key] = await client.hgetall(key)
+        else:
+            content[key] = (kind, await client.dump(key))
+    return content
+
+
+class RedisStoreContract(EventStoreContract):
+    """Checks that only make sense on Redis, run on a node and on a cluster."""
+
+    url: str
+
+    async def snapshot(self, store: EventStore) -> Any:
+        return await redis_snapshot(store)
+
+    async def test_match_stream_entry_ids_are_the_versions(self, store: EventStore) -> None:
+        assert isinstance(store, RedisEventStore)
+        await store.append("m1", events("a", "b", "c"), 0, "c1")
+
+        entries = await store.client.xrange(store.keys.match("m1")) or []
+
+        assert [entry_id for entry_id, _ in entries] == [b"0-1", b"0-2", b"0-3"]
+
+    async def test_log_entries_carry_the_event_in_the_data_field_for_stream_consumers(
+        self, store: EventStore
+    ) -> None:
+        partition = partition_of("m1", 8)
+        await store.append("m1", [NewEvent("played", b'{"tile":[6,6]}')], 0, "c1")
+
+        [entry] = await store.read_stream(store.keys.log(partition))
+
+        assert entry.fields == {
+            b"match": b"m1",
+            b"version": b"1",
+            b"type": b"played",
+            b"__data__": b'{"tile":[6,6]}',
+        }
+
+    async def test_appends_survive_a_server_that_lost_its_scripts(self, store: EventStore) -> None:
+        assert isinstance(store, RedisEventStore)
+        turns = store.keys.turns(partition_of("m1", 8))
+        await store.append("m1", events("a"), 0, "c1")
+
+        await store.client.script_flush()
+        await store.append("m1", events("b"), 1, "c2", [OutboxEntry(turns, b"t")])
+        await store.client.script_flush()
+        await store.append("m1", events("c"), 2, "c3")
+        await store.client.script_flush()
+
+        results = await store.append_many(
+            [AppendRequest(f"m{n}", events("a"), 0, "c1") for n in range(2, 40)]
+        )
+
+        assert [r.type for r in await store.read("m1")] == ["a", "b", "c"]
+        assert all(not isinstance(r, Exception) for r in results)
+        assert await store.version("m39") == 1
+
+
+class TestRedisEventStore(RedisStoreContract):
+    @pytest.fixture
+    async def store(self, redis_url: str, key_prefix: str) -> AsyncIterator[EventStore]:
+        async with await open_store(redis_url, cluster=False, prefix=key_prefix) as store:
+            yield store
+
+    @pytest.fixture
+    async def second_writer(self, redis_url: str, key_prefix: str) -> AsyncIterator[EventStore]:
+        async with await open_store(redis_url, prefix=key_prefix) as store:
+            yield store
+
+
+@pytest.mark.cluster
+class TestRedisClusterEventStore(RedisStoreContract):
+    @pytest.fixture
+    async def store(
+        self, redis_cluster_urls: list[str], key_prefix: str
+    ) -> AsyncIterator[EventStore]:
+        url = redis_cluster_urls[0]
+        async with await open_store(url, cluster=True, prefix=key_prefix) as store:
+            yield store
+
+    @pytest.fixture
+    async def second_writer(
+        self, redis_cluster_urls: list[str], key_prefix: str
+    ) -> AsyncIterator[EventStore]:
+        async with await open_store(redis_cluster_urls[-1], prefix=key_prefix) as store:
+            yield store
+
+    async def test_open_store_detects_a_cluster(self, store: EventStore) -> None:
+        assert isinstance(store, RedisEventStore)
+        assert isinstance(store.client, RedisCluster)
+
+    async def test_partitions_spread_over_the_masters(self, store: EventStore) -> None:
+        assert isinstance(store, RedisEventStore)
+        assert isinstance(store.client, RedisCluster)
+        owners = [
+            store.client.get_node_from_key(store.keys.log(p)) for p in range(store.keys.partitions)
+        ]
+        assert len({node.name for node in owners if node is not None}) == 3
