@@ -22,6 +22,7 @@ from services.store.base import (
     NewEvent,
     OutboxEntry,
     Recorded,
+    Schedule,
     StoreError,
     StreamEntry,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "OutboxEntry",
     "Recorded",
     "RedisEventStore",
+    "Schedule",
     "StoreError",
     "StreamEntry",
     "connect",

@@ -45,6 +45,17 @@ class OutboxEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class Schedule:
+    """A sorted-set update in the same atomic append: `member` gets score `at_ms`, or is
+    removed when `at_ms` is None. The key must carry the match's partition tag (e.g. the
+    partition's turn deadlines)."""
+
+    key: str
+    member: str
+    at_ms: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class AppendResult:
     """Versions given to an append: `first_version..last_version` inclusive.
 
@@ -66,6 +77,7 @@ class AppendRequest:
     expected_version: int
     command_id: str
     outbox: Sequence[OutboxEntry] = ()
+    schedule: Sequence[Schedule] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +112,8 @@ class InvalidMatchId(StoreError, ValueError):
 
 class InvalidAppend(StoreError, ValueError):
     """Raised for an append that can never succeed as given: a negative expected version, an
-    empty command id, or an outbox stream outside the match's partition."""
+    empty command id, an outbox stream or schedule key outside the match's partition, or a
+    schedule entry without a member or with a negative time."""
 
 
 class EventStore(abc.ABC):
@@ -113,6 +126,16 @@ class EventStore(abc.ABC):
     keys: Keys
     """Key layout: prefix, number of partitions, and every key builder."""
 
+    @property
+    def partitions(self) -> int:
+        """Number of partitions (and of notification logs)."""
+        return self.keys.partitions
+
+    @property
+    def prefix(self) -> str:
+        """Prefix of every key."""
+        return self.keys.prefix
+
     @abc.abstractmethod
     async def append(
         self,
@@ -121,8 +144,10 @@ class EventStore(abc.ABC):
         expected_version: int,
         command_id: str,
         outbox: Sequence[OutboxEntry] = (),
+        schedule: Sequence[Schedule] = (),
     ) -> AppendResult:
-        """Atomically append `events` and `outbox` if the match is at `expected_version`.
+        """Atomically append `events`, `outbox` and `schedule` if the match is at
+        `expected_version`.
 
         A command id already recorded for this match returns the earlier result and writes
         nothing. Raises ConcurrencyError (nothing written) when the version differs,
@@ -161,6 +186,10 @@ class EventStore(abc.ABC):
 
         Positions are opaque strings, increasing; `START` ("0") reads from the beginning.
         """
+
+    @abc.abstractmethod
+    async def scheduled(self, key: str) -> list[tuple[str, int]]:
+        """Members of a schedule set with their times, soonest first (for inspection)."""
 
     @abc.abstractmethod
     async def read_stream(

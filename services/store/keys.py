@@ -18,7 +18,7 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from services.store.base import InvalidAppend, InvalidMatchId, OutboxEntry
+from services.store.base import InvalidAppend, InvalidMatchId, OutboxEntry, Schedule
 
 DEFAULT_PREFIX = "dom"
 DEFAULT_PARTITIONS = 8
@@ -117,11 +117,13 @@ def check_append(
     expected_version: int,
     command_id: str,
     outbox: Sequence[OutboxEntry],
+    schedule: Sequence[Schedule] = (),
 ) -> int:
     """Validate an append before it is sent and return the match's partition.
 
     Raises InvalidMatchId for a bad match id, InvalidAppend for a negative expected version,
-    an empty command id or an outbox stream outside the match's partition.
+    an empty command id, an outbox stream or schedule key outside the match's partition, or a
+    schedule entry without a member or with a negative time.
     """
     partition = keys.partition_of(match_id)
     if isinstance(expected_version, bool) or not isinstance(expected_version, int):
@@ -136,4 +138,16 @@ def check_append(
                 f"outbox stream {entry.stream!r} is outside partition {partition} of match "
                 f"{match_id!r}: it must carry the hash tag {keys.tag(partition)}"
             )
+    for change in schedule:
+        if not keys.in_partition(change.key, partition):
+            raise InvalidAppend(
+                f"schedule key {change.key!r} is outside partition {partition} of match "
+                f"{match_id!r}: it must carry the hash tag {keys.tag(partition)}"
+            )
+        if not isinstance(change.member, str) or not change.member:
+            raise InvalidAppend(f"schedule member must be a non-empty string: {change!r}")
+        if change.at_ms is not None and (
+            isinstance(change.at_ms, bool) or not isinstance(change.at_ms, int) or change.at_ms < 0
+        ):
+            raise InvalidAppend(f"schedule time must be a non-negative int or None: {change!r}")
     return partition

@@ -15,6 +15,7 @@ from services.store.base import (
     NewEvent,
     OutboxEntry,
     Recorded,
+    Schedule,
     StreamEntry,
 )
 from services.store.keys import DEFAULT_PARTITIONS, DEFAULT_PREFIX, Keys, check_append
@@ -31,6 +32,7 @@ class MemoryEventStore(EventStore):
         self._dedupe: dict[str, dict[str, AppendResult]] = {}
         self._logs: list[list[Recorded]] = [[] for _ in range(partitions)]
         self._streams: dict[str, list[dict[bytes, bytes]]] = {}
+        self._schedules: dict[str, dict[str, int]] = {}
 
     async def append(
         self,
@@ -39,17 +41,25 @@ class MemoryEventStore(EventStore):
         expected_version: int,
         command_id: str,
         outbox: Sequence[OutboxEntry] = (),
+        schedule: Sequence[Schedule] = (),
     ) -> AppendResult:
-        """Atomically append `events` and `outbox` if the match is at `expected_version`."""
-        partition = check_append(self.keys, match_id, expected_version, command_id, outbox)
-        return self._append(partition, match_id, events, expected_version, command_id, outbox)
+        """Atomically append `events`, `outbox` and `schedule` if the match is at
+        `expected_version`."""
+        partition = check_append(
+            self.keys, match_id, expected_version, command_id, outbox, schedule
+        )
+        return self._append(
+            partition, match_id, events, expected_version, command_id, outbox, schedule
+        )
 
     async def append_many(
         self, batch: Sequence[AppendRequest]
     ) -> list[AppendResult | ConcurrencyError]:
         """Run many appends; each is atomic, a conflict is returned in its slot."""
         partitions = [
-            check_append(self.keys, r.match_id, r.expected_version, r.command_id, r.outbox)
+            check_append(
+                self.keys, r.match_id, r.expected_version, r.command_id, r.outbox, r.schedule
+            )
             for r in batch
         ]
         results: list[AppendResult | ConcurrencyError] = []
@@ -57,7 +67,13 @@ class MemoryEventStore(EventStore):
             try:
                 results.append(
                     self._append(
-                        partition, r.match_id, r.events, r.expected_version, r.command_id, r.outbox
+                        partition,
+                        r.match_id,
+                        r.events,
+                        r.expected_version,
+                        r.command_id,
+                        r.outbox,
+                        r.schedule,
                     )
                 )
             except ConcurrencyError as conflict:
@@ -72,6 +88,7 @@ class MemoryEventStore(EventStore):
         expected_version: int,
         command_id: str,
         outbox: Sequence[OutboxEntry],
+        schedule: Sequence[Schedule],
     ) -> AppendResult:
         seen = self._dedupe.get(match_id)
         if seen is not None and command_id in seen:
@@ -88,6 +105,14 @@ class MemoryEventStore(EventStore):
             self._logs[partition].extend(recorded)
         for entry in outbox:
             self._streams.setdefault(entry.stream, []).append({b"__data__": bytes(entry.payload)})
+        for change in schedule:
+            times = self._schedules.setdefault(change.key, {})
+            if change.at_ms is None:
+                times.pop(change.member, None)
+            else:
+                times[change.member] = change.at_ms
+            if not times:
+                del self._schedules[change.key]
         result = AppendResult(expected_version + 1, expected_version + len(recorded))
         self._dedupe.setdefault(match_id, {})[command_id] = result
         return result
@@ -114,6 +139,11 @@ class MemoryEventStore(EventStore):
         start = _index(after)
         log = self._logs[partition][start : start + count]
         return [(str(start + i), record) for i, record in enumerate(log, start=1)]
+
+    async def scheduled(self, key: str) -> list[tuple[str, int]]:
+        """Members of a schedule set with their times, soonest first."""
+        times = self._schedules.get(key, {})
+        return sorted(times.items(), key=lambda item: (item[1], item[0]))
 
     async def read_stream(
         self, stream: str, after: str = START, count: int | None = None

@@ -18,6 +18,7 @@ from services.store.base import (
     NewEvent,
     OutboxEntry,
     Recorded,
+    Schedule,
     StreamEntry,
 )
 from services.store.keys import DEFAULT_PARTITIONS, DEFAULT_PREFIX, Keys, check_append
@@ -26,9 +27,11 @@ from services.store.lua import Arg, Call, Client, LuaScript
 # Every check comes before the first write: a script is atomic but not rolled back on error.
 APPEND = LuaScript(
     """
--- KEYS: match stream, notification log, dedupe hash, then one stream per outbox entry
--- ARGV: match id, expected version, command id, event count n,
---       n (type, data) pairs, then one payload per outbox entry
+-- KEYS: match stream, notification log, dedupe hash, then one stream per outbox entry,
+--       then one sorted set per schedule entry
+-- ARGV: match id, expected version, command id, event count n, outbox count m,
+--       n (type, data) pairs, m outbox payloads, then a (member, time) pair per schedule
+--       entry, an empty time meaning remove the member
 local earlier = redis.call('HGET', KEYS[3], ARGV[3])
 if earlier then
   return {1, earlier}
@@ -38,16 +41,26 @@ local actual = redis.call('XLEN', KEYS[1])
 if actual ~= expected then
   return {2, actual}
 end
-local n = tonumber(ARGV[4])
+local n, m = tonumber(ARGV[4]), tonumber(ARGV[5])
 for i = 1, n do
   local version = expected + i
-  local event_type, data = ARGV[3 + 2 * i], ARGV[4 + 2 * i]
+  local event_type, data = ARGV[4 + 2 * i], ARGV[5 + 2 * i]
   redis.call('XADD', KEYS[1], '0-' .. version, 'type', event_type, '__data__', data)
   redis.call('XADD', KEYS[2], '*', 'match', ARGV[1], 'version', version,
              'type', event_type, '__data__', data)
 end
-for k = 4, #KEYS do
-  redis.call('XADD', KEYS[k], '*', '__data__', ARGV[2 * n + k + 1])
+local a = 6 + 2 * n
+for k = 4, 3 + m do
+  redis.call('XADD', KEYS[k], '*', '__data__', ARGV[a])
+  a = a + 1
+end
+for k = 4 + m, #KEYS do
+  if ARGV[a + 1] == '' then
+    redis.call('ZREM', KEYS[k], ARGV[a])
+  else
+    redis.call('ZADD', KEYS[k], ARGV[a + 1], ARGV[a])
+  end
+  a = a + 2
 end
 redis.call('HSET', KEYS[3], ARGV[3], (expected + 1) .. ':' .. (expected + n))
 return {0}
@@ -77,9 +90,11 @@ class RedisEventStore(EventStore):
         expected_version: int,
         command_id: str,
         outbox: Sequence[OutboxEntry] = (),
+        schedule: Sequence[Schedule] = (),
     ) -> AppendResult:
-        """Atomically append `events` and `outbox` if the match is at `expected_version`."""
-        keys, args = self._call(match_id, events, expected_version, command_id, outbox)
+        """Atomically append `events`, `outbox` and `schedule` if the match is at
+        `expected_version`."""
+        keys, args = self._call(match_id, events, expected_version, command_id, outbox, schedule)
         reply = await APPEND(self.client, keys, args)
         result = _result(reply, match_id, expected_version, len(events))
         if isinstance(result, ConcurrencyError):
@@ -95,7 +110,7 @@ class RedisEventStore(EventStore):
         sending the batch again is safe because their command ids are recorded.
         """
         calls = [
-            self._call(r.match_id, r.events, r.expected_version, r.command_id, r.outbox)
+            self._call(r.match_id, r.events, r.expected_version, r.command_id, r.outbox, r.schedule)
             for r in batch
         ]
         replies = await APPEND.many(self.client, calls)
@@ -114,17 +129,24 @@ class RedisEventStore(EventStore):
         expected_version: int,
         command_id: str,
         outbox: Sequence[OutboxEntry],
+        schedule: Sequence[Schedule],
     ) -> Call:
-        partition = check_append(self.keys, match_id, expected_version, command_id, outbox)
+        partition = check_append(
+            self.keys, match_id, expected_version, command_id, outbox, schedule
+        )
         tag = f"{self.keys.prefix}:{{p{partition}}}"
         keys = [f"{tag}:m:{match_id}", f"{tag}:log", f"{tag}:dedupe:{match_id}"]
-        args: list[Arg] = [match_id, expected_version, command_id, len(events)]
+        args: list[Arg] = [match_id, expected_version, command_id, len(events), len(outbox)]
         for event in events:
             args.append(event.type)
             args.append(event.data)
         for entry in outbox:
             keys.append(entry.stream)
             args.append(entry.payload)
+        for change in schedule:
+            keys.append(change.key)
+            args.append(change.member)
+            args.append("" if change.at_ms is None else change.at_ms)
         return keys, args
 
     async def read(
@@ -163,6 +185,14 @@ class RedisEventStore(EventStore):
                 ),
             )
             for entry_id, fields in entries
+        ]
+
+    async def scheduled(self, key: str) -> list[tuple[str, int]]:
+        """Members of a schedule set with their times, soonest first."""
+        pairs = await self.client.zrange(key, 0, -1, withscores=True)
+        return [
+            (member.decode(), int(score))
+            for member, score in cast(list[tuple[bytes, float]], pairs)
         ]
 
     async def read_stream(

@@ -23,6 +23,7 @@ from services.store import (
     NewEvent,
     OutboxEntry,
     Recorded,
+    Schedule,
     partition_of,
 )
 
@@ -59,7 +60,11 @@ class EventStoreContract:
         raise NotImplementedError
 
     def turns(self, store: EventStore, match_id: str) -> str:
-        return store.keys.turns(partition_of(match_id, store.keys.partitions))
+        return store.keys.turns(partition_of(match_id, store.partitions))
+
+    def deadlines(self, store: EventStore, match_id: str) -> str:
+        tag = store.keys.tag(partition_of(match_id, store.partitions))
+        return f"{store.prefix}:{tag}:deadlines"
 
     async def test_appended_events_read_back_in_order_with_their_versions(
         self, store: EventStore
@@ -105,11 +110,12 @@ class EventStoreContract:
         self, store: EventStore
     ) -> None:
         outbox = [OutboxEntry(self.turns(store, "m1"), b"turn")]
-        await store.append("m1", events("a", "b"), 0, "c1", outbox)
+        schedule = [Schedule(self.deadlines(store, "m1"), "m1", 1_000)]
+        await store.append("m1", events("a", "b"), 0, "c1", outbox, schedule)
         before = await self.snapshot(store)
 
         with pytest.raises(ConcurrencyError) as raised:
-            await store.append("m1", events("late"), 1, "c2", outbox)
+            await store.append("m1", events("late"), 1, "c2", outbox, schedule[:0])
 
         assert (raised.value.match_id, raised.value.expected, raised.value.actual) == ("m1", 1, 2)
         assert await self.snapshot(store) == before
@@ -128,12 +134,14 @@ class EventStoreContract:
         self, store: EventStore
     ) -> None:
         outbox = [OutboxEntry(self.turns(store, "m1"), b"turn")]
-        await store.append("m1", events("a", "b"), 0, "c1", outbox)
+        schedule = [Schedule(self.deadlines(store, "m1"), "m1", 1_000)]
+        await store.append("m1", events("a", "b"), 0, "c1", outbox, schedule)
         await store.append("m1", events("c"), 2, "c2")
         before = await self.snapshot(store)
 
-        again = await store.append("m1", events("a", "b"), 0, "c1", outbox)
-        stale_and_different = await store.append("m1", events("x"), 7, "c2", outbox)
+        again = await store.append("m1", events("a", "b"), 0, "c1", outbox, schedule)
+        unschedule = [Schedule(self.deadlines(store, "m1"), "m1", None)]
+        stale_and_different = await store.append("m1", events("x"), 7, "c2", outbox, unschedule)
 
         assert again == AppendResult(1, 2, duplicate=True)
         assert stale_and_different == AppendResult(3, 3, duplicate=True)
@@ -165,6 +173,45 @@ class EventStoreContract:
         for stream in (elsewhere, "turns-without-tag"):
             with pytest.raises(InvalidAppend, match="outside partition"):
                 await store.append("m1", events("a"), 0, "c1", [OutboxEntry(stream, b"x")])
+
+        assert await self.snapshot(store) == before
+
+    async def test_schedule_entries_are_set_moved_and_removed_with_appends(
+        self, store: EventStore
+    ) -> None:
+        deadlines = self.deadlines(store, "m1")
+        other = matches_in_partition(partition_of("m1", 8), 2)[1]
+
+        await store.append("m1", events("a"), 0, "c1", schedule=[Schedule(deadlines, "m1", 900)])
+        await store.append(other, events("a"), 0, "c1", schedule=[Schedule(deadlines, other, 500)])
+        assert await store.scheduled(deadlines) == [(other, 500), ("m1", 900)]
+
+        await store.append("m1", events("b"), 1, "c2", schedule=[Schedule(deadlines, "m1", 100)])
+        assert await store.scheduled(deadlines) == [("m1", 100), (other, 500)]
+
+        await store.append("m1", events("c"), 2, "c3", schedule=[Schedule(deadlines, "m1", None)])
+        await store.append("m1", [], 3, "c4", schedule=[Schedule(deadlines, "never-set", None)])
+        assert await store.scheduled(deadlines) == [(other, 500)]
+
+    @pytest.mark.parametrize(
+        "change",
+        [
+            Schedule("dom:{p99}:deadlines", "m1", 1),
+            Schedule("deadlines", "m1", 1),
+            Schedule("TAG", "", 1),
+            Schedule("TAG", "m1", -1),
+        ],
+        ids=repr,
+    )
+    async def test_a_bad_schedule_entry_is_rejected(
+        self, store: EventStore, change: Schedule
+    ) -> None:
+        key = change.key.replace("TAG", self.deadlines(store, "m1"))
+        change = Schedule(key, change.member, change.at_ms)
+        before = await self.snapshot(store)
+
+        with pytest.raises(InvalidAppend):
+            await store.append("m1", events("a"), 0, "c1", schedule=[change])
 
         assert await self.snapshot(store) == before
 
@@ -261,7 +308,14 @@ class EventStoreContract:
                 AppendRequest("m1", events("b"), 1, "c2"),
                 AppendRequest("m2", events("b"), 5, "c2"),
                 AppendRequest("m1", events("a"), 0, "c1"),
-                AppendRequest("m3", events("a", "b"), 0, "c1", [OutboxEntry(turns, b"t")]),
+                AppendRequest(
+                    "m3",
+                    events("a", "b"),
+                    0,
+                    "c1",
+                    [OutboxEntry(turns, b"t")],
+                    [Schedule(self.deadlines(store, "m3"), "m3", 42)],
+                ),
                 AppendRequest("m1", events("c"), 2, "c3"),
                 AppendRequest("m1", events("late"), 2, "c4"),
             ]
@@ -277,6 +331,7 @@ class EventStoreContract:
         assert [r.type for r in await store.read("m1")] == ["a", "b", "c"]
         assert [r.type for r in await store.read("m2")] == ["a"]
         assert len(await store.read_stream(turns)) == 1
+        assert await store.scheduled(self.deadlines(store, "m3")) == [("m3", 42)]
 
     async def test_append_many_of_nothing_returns_nothing(self, store: EventStore) -> None:
         assert await store.append_many([]) == []
