@@ -8,7 +8,7 @@ replays exactly from its events alone. Rule numbers refer to RULES.md.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from engine.board import END_INDEX, END_NAMES, Board
 from engine.rules import HAND_SIZE, RulesError
@@ -226,11 +226,12 @@ def _play(state: MatchState, command: PlayTile) -> list[AnyEvent] | Rejection:
             names = ", ".join(END_NAMES[i] for i in ends)
             return _reject("ambiguous_end", "C6", f"{format_tile(t)} fits {names}: name the end")
         return _after_play(state, seat, t, ends[0])
-    end = END_INDEX[command.end]
-    number = board.numbers[end]
+    end = END_INDEX.get(command.end, -1)
+    number = board.numbers[end] if end >= 0 else None
     if number is None:
-        closed = "is still closed (S2)" if board.spinner is not None else "does not exist"
-        return _reject("no_such_end", "S2", f"the {command.end} end {closed}")
+        if board.spinner is not None and command.end in ("up", "down"):
+            return _reject("no_such_end", "S2", f"the {command.end} end is still closed")
+        return _reject("no_such_end", "C6", f"there is no {command.end!r} end")
     if number not in t:
         return _reject(
             "tile_does_not_match", "C6", f"{format_tile(t)} does not match the {command.end} end"
@@ -256,12 +257,12 @@ def _after_play(state: MatchState, seat: int, t: Tile, end: int | None) -> list[
     side = rules.side_of(seat)
     scores[side] += points
     if points and scores[side] >= rules.target:  # C9: the match ends mid-round
-        events.append(_round_end(state, hands, scores, "target", seat, side, 0))
+        events.append(_round_end(state, hands, state.stock, scores, "target", seat, side, 0))
         events.append(MatchEnded(winner=side, scores=tuple(scores), reason="target"))
     elif not hands[seat]:
         events.extend(_domino(state, hands, scores, seat))
     elif not any(_can_play(board, h) for h in hands) and (not straight or not state.stock):
-        events.extend(_blocked(state, hands, scores))  # C10
+        events.extend(_blocked(state, hands, state.stock, scores))  # C10
     return events
 
 
@@ -271,7 +272,7 @@ def _after_draw(state: MatchState, seat: int, drawn: Tile) -> list[AnyEvent]:
         hands = [set(h) for h in state.hands]
         hands[seat].add(drawn)
         if not any(_can_play(state.board, h) for h in hands):
-            events.extend(_blocked(state, hands, state.scores[:]))
+            events.extend(_blocked(state, hands, state.stock[1:], state.scores[:]))
     return events
 
 
@@ -308,10 +309,12 @@ def _domino(
         points = sum(counts)  # E4: opponents' counts; with pairs all four hands
     else:
         points = round5(sum(c for s, c in enumerate(counts) if rules.side_of(s) != side))  # S5
-    return _score(state, hands, scores, "domino", seat, side, points)
+    return _score(state, hands, state.stock, scores, "domino", seat, side, points)
 
 
-def _blocked(state: MatchState, hands: list[set[Tile]], scores: list[int]) -> list[AnyEvent]:
+def _blocked(
+    state: MatchState, hands: list[set[Tile]], stock: Sequence[Tile], scores: list[int]
+) -> list[AnyEvent]:
     rules = state.rules
     counts = _counts(hands)
     side_counts = [0] * rules.sides
@@ -327,12 +330,13 @@ def _blocked(state: MatchState, hands: list[set[Tile]], scores: list[int]) -> li
         points = sum(counts) if rules.partners else opponents  # E5
     else:
         points = round5(opponents)  # S6
-    return _score(state, hands, scores, "blocked", winner, side, points)
+    return _score(state, hands, stock, scores, "blocked", winner, side, points)
 
 
 def _score(
     state: MatchState,
     hands: list[set[Tile]],
+    stock: Sequence[Tile],
     scores: list[int],
     outcome: Outcome,
     winner: int,
@@ -340,7 +344,9 @@ def _score(
     points: int,
 ) -> list[AnyEvent]:
     scores[side] += points
-    events: list[AnyEvent] = [_round_end(state, hands, scores, outcome, winner, side, points)]
+    events: list[AnyEvent] = [
+        _round_end(state, hands, stock, scores, outcome, winner, side, points)
+    ]
     if scores[side] >= state.rules.target:  # C9
         events.append(MatchEnded(winner=side, scores=tuple(scores), reason="target"))
     return events
@@ -349,6 +355,7 @@ def _score(
 def _round_end(
     state: MatchState,
     hands: list[set[Tile]],
+    stock: Sequence[Tile],
     scores: list[int],
     outcome: Outcome,
     winner: int | None,
@@ -363,7 +370,7 @@ def _round_end(
         points=points,
         counts=tuple(_counts(hands)),
         hands=tuple(tuple(sorted(h)) for h in hands),
-        stock=tuple(state.stock) if state.rules.reveal_stock else None,
+        stock=tuple(stock) if state.rules.reveal_stock else None,
         scores=tuple(scores),
     )
 
@@ -377,7 +384,9 @@ def _resign(state: MatchState, seat: int) -> list[AnyEvent]:
     events: list[AnyEvent] = []
     if state.phase == "playing":
         hands = [set(h) for h in state.hands]
-        events.append(_round_end(state, hands, state.scores[:], "resigned", None, None, 0))
+        events.append(
+            _round_end(state, hands, state.stock, state.scores[:], "resigned", None, None, 0)
+        )
     events.append(
         MatchEnded(winner=winner, scores=tuple(state.scores), reason="resigned", resigned=seat)
     )

@@ -410,10 +410,6 @@ def test_a_straight_round_blocks_on_the_draw_that_empties_the_boneyard() -> None
     assert ended.scores == (85, 10, 0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="C8/C10: a round blocked by a draw reveals the stock as it was before that draw",
-)
 def test_a_stock_revealed_after_the_draw_that_blocks_is_empty() -> None:
     """C8 (reveal_stock), C10: the seventh draw empties the boneyard and blocks the round; the
     stock shown must be empty, not still hold 5-5, which is now in seat 1's hand."""
