@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 
+from faststream import FastStream
+from redis.asyncio import Redis
 from redis.exceptions import RedisError
+from rich.console import Console
 
 from engine.game import evolve
 from engine.rules import Rules, RulesError
@@ -18,13 +24,22 @@ from engine.views import redact, view_for
 from events.codec import JSON
 from events.envelope import Envelope
 from services import jsonl
+from services.app import bots_app, projector_app, referee_app
+from services.client import ServiceClient
 from services.config import ConfigError, Settings
+from services.demo import play_series, report
 from services.local import play_local_match
+from services.logs import configure
+from services.projector import Projector
+from services.queries import Queries
 from services.redis_env import RedisUnavailable
 from services.render import describe, score_line
-from services.runtime import redis_url
+from services.runtime import DEFAULT_DATA_DIR, redis_url
 from services.store import EventStore, open_store
 from services.store.base import ConcurrencyError, NewEvent, StoreError
+from services.store.projection import RedisCheckpoints
+from services.store.redis import RedisEventStore
+from services.supervisor import Stack
 
 
 class CliError(Exception):
@@ -214,17 +229,206 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 1
 
 
+def _run_app(app: FastStream) -> int:
+    try:
+        import uvloop
+
+        uvloop.run(app.run())
+    except ImportError:  # pragma: no cover - uvloop is a dependency where it builds
+        asyncio.run(app.run())
+    return 0
+
+
+def _service_url(settings: Settings) -> str:
+    if not settings.redis_url:
+        raise CliError("set REDIS_URL (or use 'domino up', which starts everything)")
+    return settings.redis_url
+
+
+def cmd_referee(args: argparse.Namespace) -> int:
+    """Run one referee until SIGINT or SIGTERM."""
+    settings = _settings()
+    configure(settings.log_level, settings.log_format, service="referee")
+    return _run_app(referee_app(_service_url(settings), settings, args.name))
+
+
+def cmd_bots(args: argparse.Namespace) -> int:
+    """Run bot workers: in this process, or ``--workers`` child processes."""
+    settings = _settings()
+    url = _service_url(settings)
+    if args.workers > 1:
+        stack = Stack(url, settings, referees=0, pools={}, projector=False)
+        for k in range(args.workers):
+            extra = ["--seed", str(args.seed + k)] if args.seed is not None else []
+            name = f"{args.name}-{k}" if args.name else None
+            stack.spawn(
+                f"bots-{k}",
+                "bots",
+                "--strategy",
+                args.strategy,
+                "--workers",
+                "1",
+                *(["--pool", args.pool] if args.pool else []),
+                *(["--name", name] if name else []),
+                *extra,
+            )
+        return _supervise(stack)
+    configure(settings.log_level, settings.log_format, service="bots")
+    app = bots_app(url, settings, args.strategy, args.pool, args.name, args.seed)
+    return _run_app(app)
+
+
+def cmd_projector(args: argparse.Namespace) -> int:
+    """Run the projector until SIGINT or SIGTERM."""
+    settings = _settings()
+    configure(settings.log_level, settings.log_format, service="projector")
+    return _run_app(projector_app(_service_url(settings), settings))
+
+
+def _supervise(stack: Stack) -> int:
+    """Wait on the children until Ctrl-C or SIGTERM, or until one of them dies."""
+    stopping = False
+
+    def on_term(signum: int, frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        while not stopping:
+            dead = stack.check()
+            if dead:
+                print(f"domino: {', '.join(dead)} exited; stopping", file=sys.stderr)
+                return 1
+            time.sleep(0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stack.stop()
+    return 0
+
+
+def _pools(spec: str) -> dict[str, int]:
+    pools: dict[str, int] = {}
+    for part in filter(None, spec.split(",")):
+        name, _, count = part.partition("=")
+        if name not in STRATEGIES:
+            raise CliError(f"unknown strategy {name!r}: choose from {', '.join(STRATEGIES)}")
+        pools[name] = int(count or 1)
+    return pools
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    """Run Redis (embedded unless REDIS_URL), referees, bots and projector until Ctrl-C."""
+    settings = _settings()
+    pools = _pools(args.bots)
+    with redis_url(settings) as url:
+        stack = Stack(url, settings, referees=args.referees, pools=pools)
+        stack.start()
+        print(f"domino service up on {url}  (REDIS_URL={url}; Ctrl-C stops it)")
+        return _supervise(stack)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Host a series of matches between house bots with a live progress bar."""
+    settings = _settings()
+    console = Console()
+    with redis_url(settings) as url:
+        log_dir = Path(settings.data_dir or DEFAULT_DATA_DIR).resolve().parent / "logs"
+        console.print(
+            f"Redis at {url}; referee, bot workers and projector starting (logs in {log_dir})"
+        )
+        with Stack(url, settings, pools={"random": 1, "greedy": 1}, log_dir=log_dir):
+            start = time.monotonic()
+            try:
+                tracked = asyncio.run(
+                    play_series(url, settings, args.matches, console, args.timeout)
+                )
+            except TimeoutError as e:
+                raise CliError(str(e)) from None
+            report(console, tracked, time.monotonic() - start)
+    return 0
+
+
+async def _with_redis(settings: Settings, work: Callable[[Redis], Awaitable[int]]) -> int:
+    with redis_url(settings) as url:
+        redis = Redis.from_url(url, decode_responses=False)
+        try:
+            return await work(redis)
+        except RedisError as e:
+            raise CliError(f"cannot reach Redis at {url}: {e}") from None
+        finally:
+            await redis.aclose()
+
+
+def cmd_create(args: argparse.Namespace) -> int:
+    """Send a CreateMatch command and print the new match id."""
+    settings = _settings()
+    rules = rules_from(args)
+    seats = [None if s == "external" else s for s in args.seats.split(",")]
+
+    async def work(redis: Redis) -> int:
+        client = ServiceClient(redis, settings)
+        print(await client.create_match(rules, seats, deadline_ms=args.deadline_ms))
+        return 0
+
+    return asyncio.run(_with_redis(settings, work))
+
+
+def cmd_matches(args: argparse.Namespace) -> int:
+    """Print the live (or finished) matches from the summary projection."""
+    settings = _settings()
+
+    async def work(redis: Redis) -> int:
+        queries = Queries(redis, settings)
+        for summary in await queries.matches(finished=args.finished):
+            scores = "-".join(str(x) for x in summary.scores)
+            print(
+                f"{summary.match_id}  {summary.status:<8} {summary.family:<8} "
+                f"round {summary.round:<3} {scores:<12} {', '.join(summary.players)}"
+            )
+        return 0
+
+    return asyncio.run(_with_redis(settings, work))
+
+
+def cmd_results(args: argparse.Namespace) -> int:
+    """Print results by player name over every finished match."""
+    settings = _settings()
+
+    async def work(redis: Redis) -> int:
+        rows = await Queries(redis, settings).results()
+        print(f"{'player':<20} {'played':>6} {'won':>5} {'for':>7} {'against':>8}")
+        for name, r in sorted(rows.items(), key=lambda kv: -kv[1].get("won", 0)):
+            print(
+                f"{name:<20} {r.get('played', 0):>6} {r.get('won', 0):>5} "
+                f"{r.get('points_for', 0):>7} {r.get('points_against', 0):>8}"
+            )
+        return 0
+
+    return asyncio.run(_with_redis(settings, work))
+
+
+def cmd_projections(args: argparse.Namespace) -> int:
+    """Rebuild every projection from the match logs."""
+    settings = _settings()
+
+    async def work(redis: Redis) -> int:
+        store = RedisEventStore(redis, partitions=settings.partitions, prefix=settings.prefix)
+        checkpoints = RedisCheckpoints(
+            redis, partitions=settings.partitions, prefix=settings.prefix
+        )
+        applied = await Projector(store, checkpoints).rebuild()
+        print(f"rebuilt the projections from {applied} log entries")
+        return 0
+
+    return asyncio.run(_with_redis(settings, work))
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     parser = argparse.ArgumentParser(prog="domino", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-
-    p = sub.add_parser("demo", help="play a match between bots and show it round by round")
-    _rules_args(p)
-    p.add_argument("--seats", help="strategies by seat, comma-separated")
-    p.add_argument("--seed", type=int, default=None)
-    p.add_argument("-o", "--output", help="also write the match log here (JSON lines)")
-    p.set_defaults(func=cmd_play)
 
     p = sub.add_parser("play", help="play one match between bots in this process")
     _rules_args(p)
@@ -245,6 +449,48 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--seat", type=int, help="show only what this seat could see")
             p.add_argument("--json", action="store_true", help="JSON lines for machines")
         p.set_defaults(func=func)
+    p = sub.add_parser("demo", help="host a series of matches between house bots, live")
+    p.add_argument("--matches", type=int, default=8)
+    p.add_argument("--timeout", type=float, default=300.0, help="give up after this many s")
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("up", help="run the whole service (Redis, referee, bots) until Ctrl-C")
+    p.add_argument("--referees", type=int, default=1)
+    p.add_argument("--bots", default="random=1,greedy=1", help="pool=workers,...")
+    p.set_defaults(func=cmd_up)
+
+    p = sub.add_parser("referee", help="run a referee (needs REDIS_URL)")
+    p.add_argument("--name", help="consumer name (default: host and pid)")
+    p.set_defaults(func=cmd_referee)
+
+    p = sub.add_parser("bots", help="run house bot workers for one strategy (needs REDIS_URL)")
+    p.add_argument("--strategy", required=True, choices=sorted(STRATEGIES))
+    p.add_argument("--pool", help="the pool of seats they play (default: the strategy name)")
+    p.add_argument("--workers", type=int, default=1, help="worker processes")
+    p.add_argument("--name", help="consumer name (default: host and pid)")
+    p.add_argument("--seed", type=int, default=None)
+    p.set_defaults(func=cmd_bots)
+
+    p = sub.add_parser("projector", help="keep the projections up to date (needs REDIS_URL)")
+    p.set_defaults(func=cmd_projector)
+
+    p = sub.add_parser("projections", help="rebuild every projection from the logs")
+    p.add_argument("action", choices=("rebuild",))
+    p.set_defaults(func=cmd_projections)
+
+    p = sub.add_parser("create", help="open a match for house bots or external players")
+    _rules_args(p)
+    p.add_argument("--seats", required=True, help="bot pool by seat; 'external' for outsiders")
+    p.add_argument("--deadline-ms", type=int, default=0, help="each turn's time limit")
+    p.set_defaults(func=cmd_create)
+
+    p = sub.add_parser("matches", help="list live and finished matches")
+    p.add_argument("--finished", action="store_true")
+    p.set_defaults(func=cmd_matches)
+
+    p = sub.add_parser("results", help="results by player name, over every finished match")
+    p.set_defaults(func=cmd_results)
+
     p = sub.add_parser("export", help="write a stored match to a JSON-lines file")
     p.add_argument("match_id")
     p.add_argument("-o", "--output", required=True)

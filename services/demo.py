@@ -1,0 +1,123 @@
+"""``domino demo``: a real hosted series — embedded Redis, referee, bot workers, projector —
+with a live progress bar, the results, and the command that replays one of the matches."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from engine.game import evolve
+from engine.rules import Rules
+from engine.state import MatchState
+from events.codec import JSON
+from services.client import ServiceClient
+from services.config import Settings
+from services.render import score_line
+from services.store import open_store
+from services.store.base import EventStore
+
+
+@dataclass
+class Tracked:
+    """A match the demo follows, folded from its log as it grows."""
+
+    match_id: str
+    title: str
+    state: MatchState | None = None
+    moves: int = 0
+    seen: list[str] = field(default_factory=list)
+
+    @property
+    def over(self) -> bool:
+        return self.state is not None and self.state.phase == "over"
+
+
+SERIES: list[tuple[str, Rules, list[str]]] = [
+    ("Express, pairs", Rules.make("express"), ["greedy", "random", "greedy", "random"]),
+    ("Straight, 2 players", Rules.make("straight", players=2), ["greedy", "random"]),
+    ("Express, 3 players", Rules.make("express", players=3), ["greedy", "random", "random"]),
+    ("Straight, pairs", Rules.make("straight", partners=True), ["random", "greedy"] * 2),
+]
+
+
+async def play_series(
+    url: str, settings: Settings, matches: int, console: Console, timeout: float = 300.0
+) -> list[Tracked]:
+    """Create ``matches`` matches for the house bots and follow them to their end."""
+    from services.store import connect
+
+    redis = await connect(url, cluster=False)
+    store: EventStore = await open_store(
+        url, cluster=False, partitions=settings.partitions, prefix=settings.prefix
+    )
+    client = ServiceClient(redis, settings, sender="demo")  # type: ignore[arg-type]
+    tracked: list[Tracked] = []
+    for k in range(matches):
+        title, rules, seats = SERIES[k % len(SERIES)]
+        match_id = await client.create_match(rules, seats)
+        tracked.append(Tracked(match_id, title))
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[moves]} moves"),
+        TimeElapsedColumn(),
+    )
+    start = time.monotonic()
+    try:
+        with Progress(*columns, console=console) as progress:
+            task = progress.add_task("matches", total=matches, moves=0)
+            while not all(t.over for t in tracked):
+                if time.monotonic() - start > timeout:
+                    raise TimeoutError(f"the series did not finish in {timeout:.0f} s")
+                for t in tracked:
+                    if t.over:
+                        continue
+                    version = 0 if t.state is None else t.state.version
+                    for record in await store.read(t.match_id, version + 1):
+                        event = JSON.decode_envelope(record.data).event
+                        t.state = evolve(t.state, event)
+                        t.moves += event.__struct_config__.tag in (
+                            "tile_played",
+                            "tile_drawn",
+                            "turn_passed",
+                        )
+                done = sum(t.over for t in tracked)
+                progress.update(task, completed=done, moves=sum(t.moves for t in tracked))
+                await asyncio.sleep(0.1)
+        for rejected in await client.rejections():
+            console.print(f"[red]rejected[/]: {rejected}")
+    finally:
+        await store.aclose()
+        await redis.aclose()
+    return tracked
+
+
+def report(console: Console, tracked: list[Tracked], elapsed: float) -> None:
+    """The results table and how to replay a match."""
+    table = Table(title="Results")
+    for column in ("match", "game", "seats", "rounds", "final score", "winner"):
+        table.add_column(column)
+    for t in tracked:
+        s = t.state
+        assert s is not None and s.result is not None
+        seats = ", ".join(s.players)
+        winner = f"side {s.result.winner}" + (
+            f" ({s.players[s.result.winner]}"
+            + (f" & {s.players[s.result.winner + 2]}" if s.rules.partners else "")
+            + ")"
+        )
+        table.add_row(t.match_id, t.title, seats, str(s.round), score_line(s, s.scores), winner)
+    console.print(table)
+    moves = sum(t.moves for t in tracked)
+    console.print(f"{len(tracked)} matches, {moves} moves in {elapsed:.1f} s.")
+    example = tracked[0].match_id
+    console.print("Replay a match event by event (the log stays in .domino/):")
+    console.print(f"  .venv/bin/domino replay {example}")
+    console.print(f"  .venv/bin/domino replay {example} --seat 0 --at 20")
+    console.print(f"  .venv/bin/domino verify {example}")

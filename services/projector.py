@@ -1,0 +1,174 @@
+"""Projections of the match logs: match summaries, live and finished lists, results by bot.
+
+Each projection follows every partition's notification log and commits its writes together
+with the log position it has reached (one atomic write), so a restart neither skips nor
+double-applies an event. Any projection is rebuilt from the log by resetting it and catching
+up from the start. Everything written here is public (C8): summaries come from
+``public_view``, never from hands.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Sequence
+
+import msgspec
+import structlog
+
+from engine.game import evolve
+from engine.state import MatchState
+from engine.views import public_view
+from events.codec import JSON
+from events.envelope import Envelope
+from events.model import MatchEnded
+from services.referee import MatchCache
+from services.store.base import EventStore, Recorded
+from services.store.projection import (
+    Checkpoints,
+    ProjectionConflict,
+    WriteOp,
+    catch_up,
+    op,
+)
+
+log = structlog.get_logger()
+
+
+class Summary(msgspec.Struct, frozen=True, kw_only=True):
+    """What the lobby shows of a match: public facts only."""
+
+    match_id: str
+    status: str  # live or finished
+    family: str
+    players: tuple[str, ...]
+    round: int
+    version: int
+    scores: tuple[int, ...]
+    turn: int | None
+    ends: tuple[tuple[str, int], ...]
+    winner: int | None = None
+    updated: float = 0.0
+
+
+class Projector:
+    """Applies log batches to the ``summary`` and ``results`` projections of every partition."""
+
+    def __init__(
+        self,
+        store: EventStore,
+        checkpoints: Checkpoints,
+        *,
+        summary: str = "summary",
+        results: str = "results",
+    ) -> None:
+        self.store = store
+        self.checkpoints = checkpoints
+        self.summary = summary
+        self.results = results
+        self.cache = MatchCache(5_000)
+
+    async def catch_up(self) -> int:
+        """Apply everything new in every partition's log; return how many events."""
+        applied = 0
+        for p in range(self.store.partitions):
+            for name in (self.summary, self.results):
+                try:
+                    applied += await catch_up(
+                        self.store,
+                        self.checkpoints,
+                        name,
+                        p,
+                        lambda entries, name=name, p=p: self._handle(name, p, entries),
+                    )
+                except ProjectionConflict as e:
+                    log.warning("projection moved by another writer; resuming", detail=str(e))
+                    self.cache = MatchCache(5_000)
+        return applied
+
+    async def rebuild(self) -> int:
+        """Reset both projections in every partition and fold the whole log again."""
+        for p in range(self.store.partitions):
+            await self.checkpoints.reset(self.summary, p)
+            await self.checkpoints.reset(self.results, p)
+        self.cache = MatchCache(5_000)
+        return await self.catch_up()
+
+    async def run(self, stop: asyncio.Event, interval: float = 0.05) -> None:
+        """Follow the logs until ``stop`` is set."""
+        while not stop.is_set():
+            try:
+                await self.catch_up()
+            except Exception:
+                log.exception("projection batch failed; retrying")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), interval)
+
+    async def _fold(self, name: str, record: Recorded) -> tuple[MatchState, Envelope]:
+        """The match state right after ``record`` (folded once per projection), and it."""
+        key = f"{name}|{record.match_id}"
+        state = self.cache.get(key)
+        if state is None or state.version != record.version - 1:
+            state = None
+            for earlier in await self.store.read(record.match_id, 1, record.version - 1):
+                state = evolve(state, JSON.decode_envelope(earlier.data).event)
+        env = JSON.decode_envelope(record.data)
+        state = evolve(state, env.event)
+        self.cache.put(key, state)
+        return state, env
+
+    async def _handle(
+        self, name: str, partition: int, entries: Sequence[tuple[str, Recorded]]
+    ) -> list[WriteOp]:
+        ops: list[WriteOp] = []
+        latest: dict[str, tuple[MatchState, float]] = {}
+        for _, record in entries:
+            state, env = await self._fold(name, record)
+            latest[record.match_id] = (state, env.ts)
+            if name == self.results and isinstance(env.event, MatchEnded):
+                ops.extend(self._result_ops(name, partition, state, env.event))
+        if name == self.summary:
+            for match_id, (state, ts) in latest.items():
+                ops.extend(self._summary_ops(name, partition, match_id, state, ts))
+        return ops
+
+    def _summary_ops(
+        self, name: str, partition: int, match_id: str, state: MatchState, ts: float
+    ) -> list[WriteOp]:
+        view = public_view(state)
+        over = state.phase == "over"
+        summary = Summary(
+            match_id=match_id,
+            status="finished" if over else "live",
+            family=state.rules.family,
+            players=state.players,
+            round=state.round,
+            version=state.version,
+            scores=view.scores,
+            turn=view.turn,
+            ends=tuple((e.end, e.number) for e in view.ends),
+            winner=state.result.winner if state.result else None,
+            updated=ts,
+        )
+        key = self.checkpoints.key
+        ops = [op("HSET", key(name, partition, "matches"), match_id, JSON.encode(summary))]
+        if over:
+            ops.append(op("ZREM", key(name, partition, "live"), match_id))
+            ops.append(op("ZADD", key(name, partition, "finished"), ts, match_id))
+        else:
+            ops.append(op("ZADD", key(name, partition, "live"), ts, match_id))
+        return ops
+
+    def _result_ops(
+        self, name: str, partition: int, state: MatchState, end: MatchEnded
+    ) -> list[WriteOp]:
+        table = self.checkpoints.key(name, partition, "table")
+        ops: list[WriteOp] = []
+        total = sum(end.scores)
+        for seat, player in enumerate(state.players):
+            side = state.rules.side_of(seat)
+            ops.append(op("HINCRBY", table, f"{player}|played", 1))
+            ops.append(op("HINCRBY", table, f"{player}|won", int(side == end.winner)))
+            ops.append(op("HINCRBY", table, f"{player}|points_for", end.scores[side]))
+            ops.append(op("HINCRBY", table, f"{player}|points_against", total - end.scores[side]))
+        return ops

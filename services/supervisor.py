@@ -1,0 +1,113 @@
+"""Run the whole stack as separate processes: referees, bot workers and the projector."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Self
+
+from services.config import Settings
+
+
+class Stack:
+    """Child processes of the service, each a ``domino`` subcommand, stopped together."""
+
+    def __init__(
+        self,
+        redis_url: str,
+        settings: Settings,
+        *,
+        referees: int = 1,
+        pools: dict[str, int] | None = None,
+        projector: bool = True,
+        log_dir: str | Path | None = None,
+    ) -> None:
+        self.redis_url = redis_url
+        self.settings = settings
+        self.referees = referees
+        self.pools = {"random": 1, "greedy": 1} if pools is None else pools
+        self.projector = projector
+        self.log_dir = Path(log_dir) if log_dir else None
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self._logs: list[IO[bytes]] = []
+
+    def env(self) -> dict[str, str]:
+        """The environment of a child: ours, with this stack's Redis."""
+        env = dict(os.environ)
+        env["REDIS_URL"] = self.redis_url
+        env["DOMINO_PARTITIONS"] = str(self.settings.partitions)
+        env["DOMINO_PREFIX"] = self.settings.prefix
+        return env
+
+    def spawn(self, name: str, *args: str) -> subprocess.Popen[bytes]:
+        """Start ``domino ARGS`` as a child named ``name``."""
+        out: IO[bytes] | int | None = None
+        if self.log_dir is not None:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            out = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - closed in stop()
+            self._logs.append(out)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "services.cli", *args],
+            env=self.env(),
+            stdout=out,
+            stderr=subprocess.STDOUT if out is not None else None,
+            stdin=subprocess.DEVNULL,
+        )
+        self.processes[name] = process
+        return process
+
+    def start(self) -> None:
+        """Start every process of the stack."""
+        for k in range(self.referees):
+            self.spawn(f"referee-{k}", "referee", "--name", f"referee-{k}")
+        for pool, workers in self.pools.items():
+            for k in range(workers):
+                self.spawn(
+                    f"bots-{pool}-{k}",
+                    "bots",
+                    "--strategy",
+                    pool,
+                    "--workers",
+                    "1",
+                    "--name",
+                    f"{pool}-{k}",
+                )
+        if self.projector:
+            self.spawn("projector", "projector")
+
+    def check(self) -> list[str]:
+        """Names of children that have exited."""
+        return [n for n, p in self.processes.items() if p.poll() is not None]
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM every child, wait for them, SIGKILL any still running after ``timeout``."""
+        for p in self.processes.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for p in self.processes.values():
+            try:
+                p.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        for f in self._logs:
+            f.close()
+        self._logs.clear()
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
