@@ -11,7 +11,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
-from services.config import Settings
+from services.config import ENV, Settings
 
 
 class Stack:
@@ -37,11 +37,13 @@ class Stack:
         self._logs: list[IO[bytes]] = []
 
     def env(self) -> dict[str, str]:
-        """The environment of a child: ours, with this stack's Redis."""
+        """The environment of a child: ours, with this stack's Redis and settings."""
         env = dict(os.environ)
+        for name, var in ENV.items():
+            value = getattr(self.settings, name)
+            if value is not None and name != "redis_url":
+                env[var] = str(int(value) if isinstance(value, bool) else value)
         env["REDIS_URL"] = self.redis_url
-        env["DOMINO_PARTITIONS"] = str(self.settings.partitions)
-        env["DOMINO_PREFIX"] = self.settings.prefix
         return env
 
     def spawn(self, name: str, *args: str) -> subprocess.Popen[bytes]:
@@ -79,6 +81,12 @@ class Stack:
                 )
         if self.projector:
             self.spawn("projector", "projector")
+
+    def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
+        """Send ``sig`` to one child and wait for it to exit."""
+        process = self.processes.pop(name)
+        process.send_signal(sig)
+        process.wait()
 
     def check(self) -> list[str]:
         """Names of children that have exited."""

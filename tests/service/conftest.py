@@ -1,0 +1,76 @@
+"""A real hosted stack for service tests: the session's Redis, and referee, bot worker and
+projector processes started with a key prefix of their own."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+
+import pytest
+from redis.asyncio import Redis
+
+from engine.game import evolve
+from engine.state import MatchState
+from events.codec import JSON
+from events.envelope import Envelope
+from services.config import Settings
+from services.store.redis import RedisEventStore
+from services.supervisor import Stack
+
+
+@pytest.fixture
+def settings(redis_url: str, key_prefix: str) -> Settings:
+    """Settings for one test's stack: its own key prefix, quick reclaiming."""
+    return Settings(
+        redis_url=redis_url,
+        prefix=key_prefix,
+        partitions=4,
+        claim_idle_ms=600,
+        log_level="warning",
+    )
+
+
+@pytest.fixture
+def stack(redis_url: str, settings: Settings, tmp_path: object) -> Iterator[Stack]:
+    """Referee, one random and one greedy bot worker, and the projector, as processes."""
+    with Stack(redis_url, settings, pools={"random": 1, "greedy": 1}) as s:
+        yield s
+
+
+async def read_log(url: str, settings: Settings, match_id: str) -> list[Envelope]:
+    """Every envelope of a match, in order."""
+    redis = Redis.from_url(url)
+    try:
+        store = RedisEventStore(redis, partitions=settings.partitions, prefix=settings.prefix)
+        return [JSON.decode_envelope(r.data) for r in await store.read(match_id)]
+    finally:
+        await redis.aclose()
+
+
+def fold(log: list[Envelope]) -> MatchState:
+    """The state at the end of a log."""
+    state: MatchState | None = None
+    for env in log:
+        state = evolve(state, env.event)
+    assert state is not None
+    return state
+
+
+def wait_until_over(
+    url: str, settings: Settings, match_ids: list[str], timeout: float = 60.0
+) -> dict[str, list[Envelope]]:
+    """Poll the logs until every match has ended; return them. Fails after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    logs: dict[str, list[Envelope]] = {}
+    pending = list(match_ids)
+    while pending:
+        for match_id in list(pending):
+            log = asyncio.run(read_log(url, settings, match_id))
+            if log and log[-1].event.__struct_config__.tag == "match_ended":
+                logs[match_id] = log
+                pending.remove(match_id)
+        if pending and time.monotonic() > deadline:
+            pytest.fail(f"{len(pending)} matches did not finish in {timeout} s: {pending[:3]}")
+        time.sleep(0.1)
+    return logs

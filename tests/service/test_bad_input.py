@@ -1,0 +1,98 @@
+"""Bad commands get typed rejections (or are parked), and never change a match log."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from redis.asyncio import Redis
+
+from engine.game import legal_moves
+from engine.rules import Rules
+from events.codec import JSON
+from events.envelope import CommandEnvelope
+from events.model import CreateMatch, PlayTile
+from events.wire import Rejected
+from services.client import ServiceClient
+from services.config import Settings
+from services.supervisor import Stack
+from tests.service.conftest import fold, read_log
+
+pytestmark = pytest.mark.service
+
+
+async def _rejections(client: ServiceClient, count: int, timeout: float = 10.0) -> list[Rejected]:
+    out: list[Rejected] = []
+    deadline = time.monotonic() + timeout
+    while len(out) < count and time.monotonic() < deadline:
+        out += await client.rejections(block_ms=200)
+    return out
+
+
+def test_bad_commands_are_rejected_with_a_reason_and_leave_the_log_unchanged(
+    redis_url: str, settings: Settings
+) -> None:
+    """Out of turn, illegal, malformed, oversized, unknown type and replayed commands."""
+
+    async def scenario() -> None:
+        redis = Redis.from_url(redis_url)
+        client = ServiceClient(redis, settings, sender="tester")
+        try:
+            match_id = await client.create_match(Rules.make("express", players=2), [None, None])
+            for _ in range(100):
+                log = await read_log(redis_url, settings, match_id)
+                if len(log) >= 2:
+                    break
+                await asyncio.sleep(0.05)
+            state = fold(log)
+            turn, other = state.turn, 1 - state.turn
+            foreign = next(iter(state.hands[other]))
+            legal = legal_moves(state)[0]
+            assert isinstance(legal, PlayTile)
+
+            await client.send(match_id, PlayTile(seat=other, tile=foreign), "c-out-of-turn")
+            await client.send(match_id, PlayTile(seat=turn, tile=foreign), "c-not-in-hand")
+            await client.send(
+                match_id, CreateMatch(rules=state.rules, players=("a", "b")), "c-create-again"
+            )
+            bad_type = CommandEnvelope(
+                match_id=match_id, command_id="c-wrong-type", command=legal, reply_to=client.replies
+            )
+            raw = JSON.encode(bad_type).replace(b'"seat":', b'"seat":"zero","x":')
+            await client.send_raw(match_id, raw)
+            unknown = JSON.encode(bad_type).replace(b'"play_tile"', b'"teleport"')
+            await client.send_raw(match_id, unknown)
+            huge = JSON.encode(bad_type).replace(b'"c-wrong-type"', b'"' + b"x" * 20_000 + b'"')
+            await client.send_raw(match_id, huge)
+            await client.send_raw(match_id, b"\xff not json at all")
+            rejected = await _rejections(client, 6)
+            reasons = sorted((r.command_id[:20], r.rejection.reason) for r in rejected)
+            assert reasons == sorted(
+                [
+                    ("c-out-of-turn", "not_your_turn"),
+                    ("c-not-in-hand", "tile_not_in_hand"),
+                    ("c-create-again", "match_exists"),
+                    ("c-wrong-type", "bad_command"),  # a string where a seat number goes
+                    ("c-wrong-type", "bad_command"),  # an unknown command type
+                    ("x" * 20, "bad_command"),  # over the size limit
+                ]
+            ), rejected
+            assert sum(r.rejection.reason == "bad_command" for r in rejected) == 3
+            assert len(await read_log(redis_url, settings, match_id)) == len(log)
+            dead = await redis.xrange(f"{settings.prefix}:dead")
+            assert any(b"not json" in fields[b"__data__"] for _, fields in dead)
+
+            # the same legal move twice: applied once, the replay refused
+            await client.send(match_id, legal, "c-legal")
+            await client.send(match_id, legal, "c-legal")
+            replayed = await _rejections(client, 1)
+            assert [r.command_id for r in replayed] == ["c-legal"]
+            after = await read_log(redis_url, settings, match_id)
+            assert len(after) == len(log) + 1
+            assert after[-1].command_id == "c-legal"
+        finally:
+            await redis.aclose()
+
+    with Stack(redis_url, settings, pools={}, projector=False):
+        asyncio.run(scenario())
