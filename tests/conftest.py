@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 import pytest
 import redis
 
 from services.redis_env import RedisUnavailable, redis_cluster, redis_server
+
+T = TypeVar("T")
 
 
 @pytest.fixture(scope="session")
@@ -28,22 +31,30 @@ def anyio_backend() -> str:
 def redis_url() -> Iterator[str]:
     """URL of a private single Redis node (no persistence) for the whole session."""
     with contextlib.ExitStack() as stack:
-        try:
-            url = stack.enter_context(redis_server(appendfsync="no", env_var="TEST_REDIS_URL"))
-        except RedisUnavailable as error:
-            pytest.fail(f"These tests need a Redis. {error}", pytrace=False)
-        yield url
+        yield _or_fail(
+            lambda: stack.enter_context(redis_server(appendfsync="no", env_var="TEST_REDIS_URL"))
+        )
 
 
 @pytest.fixture(scope="session")
 def redis_cluster_urls() -> Iterator[list[str]]:
     """Startup node URLs of a private 3-master Redis Cluster for the whole session."""
     with contextlib.ExitStack() as stack:
-        try:
-            urls = stack.enter_context(redis_cluster(3, env_var="TEST_REDIS_CLUSTER_URL"))
-        except RedisUnavailable as error:
-            pytest.fail(f"The cluster tests need a Redis Cluster. {error}", pytrace=False)
-        yield urls
+        yield _or_fail(
+            lambda: stack.enter_context(redis_cluster(3, env_var="TEST_REDIS_CLUSTER_URL"))
+        )
+
+
+def _or_fail(start: Callable[[], T]) -> T:
+    """Start a Redis, or fail the test with the reason and how to get one."""
+    try:
+        return start()
+    except RedisUnavailable as error:
+        reason = str(error)
+    pytest.fail(
+        f"These tests need a Redis they may flush (TEST_REDIS_URL, not REDIS_URL): {reason}",
+        pytrace=False,
+    )
 
 
 @pytest.fixture
