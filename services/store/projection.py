@@ -36,6 +36,13 @@ _ARITY: dict[str, tuple[int, int | None, int]] = {
     "RPUSH": (1, None, 1),
 }
 _MAX_OP_ARGS = 1000
+# Arguments that must be numbers (a slice of the op's args), so both backends agree.
+_NUMBERS = {
+    "INCRBY": slice(0, 1),
+    "HINCRBY": slice(1, 2),
+    "ZADD": slice(0, None, 2),
+    "ZINCRBY": slice(0, 1),
+}
 
 WRITE_COMMANDS = frozenset(_ARITY)
 """Commands a commit may run, in their plain forms (no NX/XX/GET options); both backends
@@ -127,6 +134,11 @@ class Checkpoints(abc.ABC):
                 raise ValueError(f"more than {_MAX_OP_ARGS} arguments in one op: split it")
             if not write.key.startswith(namespace) or write.key == registry:
                 raise ValueError(f"{write.key!r} is not a data key of projection {name!r}")
+            numbers = _NUMBERS.get(write.command)
+            if numbers is not None and not all(
+                isinstance(a, int | float) and not isinstance(a, bool) for a in write.args[numbers]
+            ):
+                raise ValueError(f"{write.command} needs numbers where it has {write}")
         return checkpoint
 
 

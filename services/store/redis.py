@@ -19,6 +19,7 @@ from services.store.base import (
     OutboxEntry,
     Recorded,
     Schedule,
+    StoreError,
     StreamEntry,
 )
 from services.store.keys import DEFAULT_PARTITIONS, DEFAULT_PREFIX, Keys, check_append
@@ -227,4 +228,6 @@ def _result(
     if status == _DUPLICATE:
         first, last = reply[1].split(b":")
         return AppendResult(int(first), int(last), duplicate=True)
-    return ConcurrencyError(match_id, expected_version, int(reply[1]))
+    if status == _CONFLICT:
+        return ConcurrencyError(match_id, expected_version, int(reply[1]))
+    raise StoreError(f"unexpected reply from the append script: {reply!r}")

@@ -174,6 +174,10 @@ class CheckpointsContract:
             op("SET", "PROJ:counts:wins"),
             op("HSET", "PROJ:counts:wins", "field"),
             op("HINCRBY", "PROJ:counts:wins", "field", 1, 2),
+            op("HINCRBY", "PROJ:counts:wins", "field", "1"),
+            op("ZADD", "PROJ:counts:wins", "XX", "1"),
+            op("ZADD", "PROJ:counts:wins", 1, "a", "2", "b"),
+            op("INCRBY", "PROJ:counts:wins", True),
         ],
         ids=repr,
     )
