@@ -496,6 +496,9 @@ def _fold(s: MatchState, event: AnyEvent) -> None:
     if isinstance(event, TilePlayed):
         assert s.phase == "playing"
         t = event.tile
+        last = s.history[-1]
+        if isinstance(last, TileDrawn) and last.seat == event.seat:
+            _void(s, event.seat)  # S3: it drew because it held none of the open numbers
         s.hands[event.seat].remove(t)
         straight = s.rules.family == "straight"
         if event.end is None:
@@ -503,14 +506,17 @@ def _fold(s: MatchState, event: AnyEvent) -> None:
         else:
             s.board.place(t, END_INDEX[event.end], straight)
         s.scores[s.rules.side_of(event.seat)] += event.points
+        s.played.append(t)
         s.forced_lead = None
         s.turn = (event.seat + 1) % n
         s.history.append(event)
     elif isinstance(event, TileDrawn):
         assert event.tile is not None and s.stock[0] == event.tile
+        s.voids[event.seat].clear()  # the drawn tile is hidden: it may show any number
         s.hands[event.seat].add(s.stock.pop(0))
         s.history.append(event)
     elif isinstance(event, TurnPassed):
+        _void(s, event.seat)  # a pass shows the seat holds none of the open numbers
         s.turn = (event.seat + 1) % n
         s.history.append(event)
     elif isinstance(event, TurnTimedOut):
@@ -526,6 +532,8 @@ def _fold(s: MatchState, event: AnyEvent) -> None:
         s.board = Board()
         s.forced_lead = event.forced_lead
         s.history = [event]
+        s.played = []
+        s.voids = [set() for _ in range(n)]
     elif isinstance(event, RoundEnded):
         s.phase = "dealing"
         s.scores = list(event.scores)
@@ -539,6 +547,11 @@ def _fold(s: MatchState, event: AnyEvent) -> None:
         s.result = event
     else:  # pragma: no cover - the union is closed
         raise FoldError(f"unknown event {event!r}")
+
+
+def _void(s: MatchState, seat: int) -> None:
+    """Record that ``seat`` holds no tile showing any number now open on the line."""
+    s.voids[seat].update(n for n in s.board.numbers if n is not None)
 
 
 def replay(events: Iterable[AnyEvent]) -> MatchState:

@@ -29,6 +29,7 @@ class MatchState:
         "last_round",
         "leader",
         "phase",
+        "played",
         "players",
         "prev_leader",
         "prev_winner",
@@ -39,6 +40,7 @@ class MatchState:
         "stock",
         "turn",
         "version",
+        "voids",
     )
 
     def __init__(self, rules: Rules, players: tuple[str, ...]) -> None:
@@ -58,7 +60,9 @@ class MatchState:
         self.forced_lead: Tile | None = None
         self.prev_leader: int | None = None
         self.prev_winner: int | None = None
-        self.history: list[AnyEvent] = []  # this round's events, for views
+        self.history: list[AnyEvent] = []  # this round's events, for replays
+        self.played: list[Tile] = []  # this round's line, in the order played
+        self.voids: list[set[int]] = [set() for _ in range(rules.players)]  # see views.View
         self.last_round: RoundEnded | None = None
         self.result: MatchEnded | None = None
 
@@ -82,6 +86,8 @@ class MatchState:
         s.prev_leader = self.prev_leader
         s.prev_winner = self.prev_winner
         s.history = self.history[:]
+        s.played = self.played[:]
+        s.voids = [set(v) for v in self.voids]
         s.last_round = self.last_round
         s.result = self.result
         return s

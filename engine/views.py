@@ -3,6 +3,9 @@
 A seat sees its own hand, every tile on the table, how many tiles each other player holds and
 how many are in the stock; all hands once the round has ended; the stock only with the
 ``reveal_stock`` option. A spectator sees the same without any hand until the round ends.
+Views carry what a player could work out from the table — the tiles played and, by seat, the
+numbers a pass or a draw showed it lacks — rather than the round's whole history; the events
+themselves, redacted by :func:`redact`, go to whoever follows a match event by event.
 """
 
 from __future__ import annotations
@@ -50,7 +53,8 @@ class View(msgspec.Struct, frozen=True, kw_only=True):
     hand: tuple[Tile, ...] | None  # this seat's tiles; None for a spectator
     hand_sizes: tuple[int, ...]
     stock_size: int
-    history: tuple[AnyEvent, ...]  # this round's events as this receiver may see them
+    played: tuple[Tile, ...]  # this round's line, in the order the tiles were played
+    voids: tuple[tuple[int, ...], ...]  # by seat: numbers it is known to hold none of
     legal: tuple[Move, ...]  # the seat's legal moves when it is its turn, else empty
     legal_points: tuple[int, ...]  # what each legal move would score now (S4), same order
     last_round: RoundEnded | None
@@ -95,7 +99,8 @@ def view_for(state: MatchState, seat: int | None) -> View:
         hand=None if seat is None else tuple(sorted(state.hands[seat])),
         hand_sizes=tuple(len(h) for h in state.hands),
         stock_size=len(state.stock),
-        history=tuple(redact(e, seat) for e in state.history),
+        played=tuple(state.played),
+        voids=tuple(tuple(sorted(v)) for v in state.voids),
         legal=legal,
         legal_points=tuple(play_points(state, m) for m in legal),
         last_round=state.last_round,

@@ -13,7 +13,7 @@ from engine.game import decide, evolve, legal_moves, replay
 from engine.rules import Rules
 from engine.state import MatchState
 from engine.tiles import full_set
-from engine.views import public_view, view_for
+from engine.views import public_view, redact, view_for
 from events.codec import JSON, MSGPACK
 from events.envelope import Envelope
 from events.model import (
@@ -112,8 +112,8 @@ def test_no_view_ever_shows_a_tile_held_by_another_seat_or_the_stock(
             for other in range(rules.players):
                 if other != seat:
                     hidden |= state.hands[other]
-            seen: set[tuple[int, int]] = set(view.hand or ())
-            for event in view.history:
+            seen: set[tuple[int, int]] = set(view.hand or ()) | set(view.played)
+            for event in (redact(e, seat) for e in state.history):
                 if isinstance(event, RoundStarted):
                     assert event.stock is None
                     for s, hand in enumerate(event.hands):
@@ -123,6 +123,8 @@ def test_no_view_ever_shows_a_tile_held_by_another_seat_or_the_stock(
                     assert event.tile is None or event.seat == seat
                     if event.tile is not None:
                         seen.add(event.tile)
+            for other, numbers in enumerate(view.voids):  # what passes and draws showed
+                assert not any(set(t) & set(numbers) for t in state.hands[other])
             seen |= {m.tile for m in view.legal if isinstance(m, PlayTile)}
             assert not seen & hidden
             assert view.hand == (None if seat is None else tuple(sorted(state.hands[seat])))
