@@ -21,7 +21,7 @@ from engine.state import MatchState
 from engine.views import public_view
 from events.codec import JSON
 from events.envelope import Envelope
-from events.model import MatchEnded
+from events.model import MatchCreated, MatchEnded
 from services.referee import MatchCache
 from services.store.base import EventStore, Recorded
 from services.store.projection import (
@@ -66,7 +66,12 @@ class Projector:
         self.checkpoints = checkpoints
         self.summary = summary
         self.results = results
+        self._forget()
+
+    def _forget(self) -> None:
+        """Drop what was folded in memory; it is read again from the logs when needed."""
         self.cache = MatchCache(5_000)
+        self.seats: dict[str, MatchCreated] = {}  # live matches' first events, for results
 
     async def catch_up(self) -> int:
         """Apply everything new in every partition's log; return how many events."""
@@ -83,7 +88,7 @@ class Projector:
                     )
                 except ProjectionConflict as e:
                     log.warning("projection moved by another writer; resuming", detail=str(e))
-                    self.cache = MatchCache(5_000)
+                    self._forget()
         return applied
 
     async def rebuild(self) -> int:
@@ -91,7 +96,7 @@ class Projector:
         for p in range(self.store.partitions):
             await self.checkpoints.reset(self.summary, p)
             await self.checkpoints.reset(self.results, p)
-        self.cache = MatchCache(5_000)
+        self._forget()
         return await self.catch_up()
 
     async def run(self, stop: asyncio.Event, interval: float = 0.05) -> None:
@@ -104,9 +109,9 @@ class Projector:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), interval)
 
-    async def _fold(self, name: str, record: Recorded) -> tuple[MatchState, Envelope]:
-        """The match state right after ``record`` (folded once per projection), and it."""
-        key = f"{name}|{record.match_id}"
+    async def _fold(self, record: Recorded) -> tuple[MatchState, Envelope]:
+        """The match state right after ``record``, and the record decoded."""
+        key = record.match_id
         state = self.cache.get(key)
         if state is None or state.version != record.version - 1:
             state = None
@@ -120,16 +125,37 @@ class Projector:
     async def _handle(
         self, name: str, partition: int, entries: Sequence[tuple[str, Recorded]]
     ) -> list[WriteOp]:
-        ops: list[WriteOp] = []
+        if name == self.results:
+            return await self._results(name, partition, entries)
         latest: dict[str, tuple[MatchState, float]] = {}
         for _, record in entries:
-            state, env = await self._fold(name, record)
+            state, env = await self._fold(record)
             latest[record.match_id] = (state, env.ts)
-            if name == self.results and isinstance(env.event, MatchEnded):
-                ops.extend(self._result_ops(name, partition, state, env.event))
-        if name == self.summary:
-            for match_id, (state, ts) in latest.items():
-                ops.extend(self._summary_ops(name, partition, match_id, state, ts))
+        ops: list[WriteOp] = []
+        for match_id, (state, ts) in latest.items():
+            ops.extend(self._summary_ops(name, partition, match_id, state, ts))
+        return ops
+
+    async def _results(
+        self, name: str, partition: int, entries: Sequence[tuple[str, Recorded]]
+    ) -> list[WriteOp]:
+        """Only a match's first and last events matter here: no need to fold the rest."""
+        ops: list[WriteOp] = []
+        for _, record in entries:
+            if record.type == "match_created":
+                event = JSON.decode_envelope(record.data).event
+                assert isinstance(event, MatchCreated)
+                self.seats[record.match_id] = event
+            elif record.type == "match_ended":
+                ended = JSON.decode_envelope(record.data).event
+                assert isinstance(ended, MatchEnded)
+                created = self.seats.pop(record.match_id, None)
+                if created is None:
+                    first = await self.store.read(record.match_id, 1, 1)
+                    event = JSON.decode_envelope(first[0].data).event
+                    assert isinstance(event, MatchCreated)
+                    created = event
+                ops.extend(self._result_ops(name, partition, created, ended))
         return ops
 
     def _summary_ops(
@@ -160,13 +186,13 @@ class Projector:
         return ops
 
     def _result_ops(
-        self, name: str, partition: int, state: MatchState, end: MatchEnded
+        self, name: str, partition: int, created: MatchCreated, end: MatchEnded
     ) -> list[WriteOp]:
         table = self.checkpoints.key(name, partition, "table")
         ops: list[WriteOp] = []
         total = sum(end.scores)
-        for seat, player in enumerate(state.players):
-            side = state.rules.side_of(seat)
+        for seat, player in enumerate(created.players):
+            side = created.rules.side_of(seat)
             ops.append(op("HINCRBY", table, f"{player}|played", 1))
             ops.append(op("HINCRBY", table, f"{player}|won", int(side == end.winner)))
             ops.append(op("HINCRBY", table, f"{player}|points_for", end.scores[side]))
