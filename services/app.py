@@ -23,6 +23,7 @@ from events.wire import Rejected
 from services.bots import BotWorker, group_name
 from services.config import Settings
 from services.projector import Projector
+from services.redis_client import connect
 from services.referee import Referee
 from services.store.projection import RedisCheckpoints
 from services.store.redis import RedisEventStore
@@ -38,7 +39,7 @@ def consumer_name(kind: str) -> str:
 
 
 def _client(url: str) -> Redis:
-    return Redis.from_url(url, decode_responses=False)
+    return connect(url)
 
 
 def _app(

@@ -125,6 +125,24 @@ class Referee:
         )
         self._stopping = asyncio.Event()
         self.handled = 0
+        self._partitions: dict[str, int] = {}
+        self._turn_streams: dict[tuple[int, str], str] = {}
+
+    def partition(self, match_id: str) -> int:
+        """The match's partition (raises ValueError for an invalid id); remembered."""
+        p = self._partitions.get(match_id)
+        if p is None:
+            p = self._partitions[match_id] = self.topo.partition_of(match_id)
+            if len(self._partitions) > 100_000:
+                self._partitions.clear()
+        return p
+
+    def _turns(self, partition: int, pool: str) -> str:
+        key = (partition, pool)
+        stream = self._turn_streams.get(key)
+        if stream is None:
+            stream = self._turn_streams[key] = self.topo.turns(partition, pool)
+        return stream
 
     # -- loops ---------------------------------------------------------------------------------
 
@@ -298,7 +316,7 @@ class Referee:
         env = w.envelope
         match_id = env.match_id
         try:
-            self.topo.partition_of(match_id)
+            p = self.partition(match_id)
         except ValueError as e:
             await self._reject(w, Rejection(reason="bad_command", rule="-", message=str(e)))
             return None
@@ -354,23 +372,21 @@ class Referee:
                 caused_at=w.arrived,
                 view=view_for(state, seat),
             )
-            p = self.topo.partition_of(match_id)
-            outbox.append(OutboxEntry(self.topo.turns(p, pool), JSON.encode(turn)))
+            outbox.append(OutboxEntry(self._turns(p, pool), JSON.encode(turn)))
         request = AppendRequest(
             match_id=match_id,
             events=new,
             expected_version=expected,
             command_id=env.command_id,
             outbox=outbox,
-            schedule=self._schedule(match_id, state, deadline),
+            schedule=self._schedule(p, match_id, state, deadline),
         )
         return Pending(w, request, events)
 
     def _schedule(
-        self, match_id: str, state: MatchState, deadline: float | None
+        self, p: int, match_id: str, state: MatchState, deadline: float | None
     ) -> tuple[Schedule, ...]:
         """The turn's deadline, set or cleared in the same append (survives restarts)."""
-        p = self.topo.partition_of(match_id)
         if deadline is not None:
             return (Schedule(self.topo.deadlines(p), match_id, int(deadline * 1000)),)
         if state.deadline_ms:
