@@ -17,6 +17,8 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from services.logs import configure
+
 GROUPS = ("engine", "store", "service", "gateway")
 
 
@@ -30,6 +32,7 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
+    configure("info")  # logs go to stderr; stdout carries only the JSON lines
     selected = GROUPS if "all" in names else tuple(dict.fromkeys(names))
     for group in selected:
         run = _runner(group)

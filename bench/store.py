@@ -153,3 +153,26 @@ async def _race(*steps: Step) -> list[float]:
                 done[i] += await step()
             spent[i] += now - start
     return [n / s for n, s in zip(done, spent, strict=True)]
+
+
+async def bare_append_rate(url: str, seconds: float = 2.0, prefix: str = "bench-ceiling") -> float:
+    """Bare version-checked Lua appends per second, pipelined across MATCHES matches: the
+    ceiling any append path through one client can reach on this Redis."""
+    client = Redis.from_url(url)
+    versions = dict.fromkeys(range(MATCHES), 0)
+    calls_done = 0
+    try:
+        start = time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            calls = [
+                ([f"{prefix}:{{p0}}:m:{m}"], [versions[m], EVENT.type, EVENT.data])
+                for m in range(BATCH)
+            ]
+            replies = await BARE_APPEND.many(client, calls)
+            assert all(reply == 1 for reply in replies)
+            for m in range(BATCH):
+                versions[m] += 1
+            calls_done += BATCH
+        return calls_done / (time.perf_counter() - start)
+    finally:
+        await client.aclose()

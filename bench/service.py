@@ -1,0 +1,76 @@
+"""End to end: K concurrent bot-vs-bot matches through the referee, against the raw ceiling.
+
+The referee and the projector run as their own processes, as in production; the random bots
+run in this process through the real BotWorker, which measures each turn's latency from the
+moment its command reached the referee to the moment the bot reads the turn. Matches have
+deadlines (never reached) and the projector follows the logs, so both costs are in. The
+ceiling is a bare version-checked Lua append pipelined across many matches, on the same Redis
+in the same run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import tempfile
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import uvloop
+
+from bench.store import bare_append_rate
+from engine.rules import Rules
+from engine.strategy import RandomStrategy
+from services.bots import BotWorker
+from services.client import ServiceClient
+from services.config import Settings
+from services.redis_client import connect
+from services.redis_env import redis_server
+from services.supervisor import Stack
+
+MATCHES = 200
+WARMUP_S = 2.0
+MEASURE_S = 8.0
+
+
+def run() -> Iterator[dict[str, Any]]:
+    """Yield the service.e2e line."""
+    with redis_server(appendfsync="no", env_var=None) as url:
+        settings = Settings(redis_url=url, prefix="bench", log_level="info")
+        logs = tempfile.TemporaryDirectory(prefix="domino-bench-")
+        with logs, Stack(url, settings, pools={}, projector=True, log_dir=logs.name):
+            moves_per_s, latencies = uvloop.run(_drive(url, settings))
+        ceiling = asyncio.run(bare_append_rate(url, seconds=2.0))
+    latencies.sort()
+    yield {
+        "bench": "service.e2e",
+        "matches": MATCHES,
+        "moves_per_s": round(moves_per_s),
+        "p50_ms": round(1000 * statistics.median(latencies), 2),
+        "p99_ms": round(1000 * latencies[int(len(latencies) * 0.99)], 2),
+        "ceiling_per_s": round(ceiling),
+        "ratio": round(moves_per_s / ceiling, 3),
+    }
+
+
+async def _drive(url: str, settings: Settings) -> tuple[float, list[float]]:
+    redis = connect(url)
+    client = ServiceClient(redis, settings, sender="bench")
+    rules = Rules.make("express", target=5000)  # long matches: none ends inside the window
+    worker = BotWorker(settings, redis, RandomStrategy(7), "random", "bench-bots")
+    task = asyncio.create_task(worker.run())
+    try:
+        for _ in range(MATCHES):
+            await client.create_match(rules, ["random"] * 4, deadline_ms=30_000)
+        await asyncio.sleep(WARMUP_S)
+        moves, seen = worker.moves, len(worker.latencies)
+        start = time.perf_counter()
+        await asyncio.sleep(MEASURE_S)
+        elapsed = time.perf_counter() - start
+        rate = (worker.moves - moves) / elapsed
+        return rate, worker.latencies[seen:]
+    finally:
+        worker.stop()
+        await task
+        await redis.aclose()
