@@ -50,9 +50,6 @@ CHUNK: Final = 14
 """Bits per lookup when counting a mask's pips (a 16,384-entry table per chunk)."""
 CHUNK_MASK: Final = (1 << CHUNK) - 1
 
-OUTCOMES: Final = ("domino", "blocked", "target")
-"""How a round can end on the fast path (``RoundEnded.outcome``; resigning is not a move)."""
-
 
 class Tables:
     """Everything about a double-``top`` set that the fast path looks up, computed once."""
@@ -173,6 +170,11 @@ def move_tile(move: int) -> int:
     return move >> 3
 
 
+def play_move(tile_index: int, end: int) -> int:
+    """The move code that plays a tile on an end (LEAD_END for the lead)."""
+    return tile_index << 3 | end
+
+
 def move_end(move: int) -> int:
     """The end code of a play move (0-3 left, right, up, down; 4 the lead)."""
     return move & 7
@@ -191,9 +193,20 @@ class FastIllegalMove(ValueError):
 class FastState:
     """One round on bit masks: hands, stock, board ends, turn, scores, and how it ended.
 
-    Build one with :meth:`from_deal`, :meth:`from_match` or :meth:`random_deal`. ``apply``
-    checks a move against :meth:`legal_moves`; ``apply_unchecked`` trusts the caller. Copy
-    before trying a move you may not keep.
+    Build one with :meth:`from_deal`, :meth:`from_masks`, :meth:`from_match` or
+    :meth:`random_deal`. ``apply`` checks a move against :meth:`legal_moves`;
+    ``apply_unchecked`` trusts the caller (and must not be given a move once the round is
+    over). Copy before trying a move you may not keep.
+
+    Read while playing: ``turn`` (the seat to move), ``hands`` (masks by seat), ``stock`` and
+    ``stock_at`` (tile indexes in drawing order, and how many are drawn), ``scores`` (by side,
+    S4 points included), ``last_points`` (what the last move scored, S4), ``moves`` (made so
+    far). The board mirrors :class:`engine.board.Board`: ``nums`` (each end's number, or
+    ``tab.closed``), ``tips``, ``arm``, ``spinner`` (its number, -1 before one is played),
+    ``spinner_arm``, ``spinner_at`` and ``board_tiles``; ``forced`` is the tile index E2 forces
+    the lead to be (-1 for none). Once ``over``: ``outcome`` ("domino", "blocked" or "target",
+    as ``RoundEnded.outcome``), ``winner`` (seat), ``side``, ``points`` (what the ending
+    scored; 0 for "target") and ``match_over`` (C9).
     """
 
     __slots__ = (

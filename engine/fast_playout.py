@@ -18,19 +18,16 @@ are not counted. That costs one assignment per play instead of a look at every h
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
-from functools import cache
+from functools import cache, lru_cache
 from random import Random
 from typing import NamedTuple
 
 from engine.fast import (
-    LEAD_END,
     FastState,
     Tables,
     blocked_score,
     first_express_lead,
-    random_order,
     round5,
     tables,
 )
@@ -75,7 +72,7 @@ def random_round(rules: Rules, rng: Random, leader: int | None = None) -> Playou
     return _round_player(rules, leader)(rng)
 
 
-@cache
+@lru_cache(maxsize=64)
 def _round_player(rules: Rules, leader: int | None) -> Callable[[Random], Playout]:
     return round_player(rules, leader)
 
@@ -90,66 +87,104 @@ def choose(moves: list[int], rng: Random) -> int:
 
 # ---------------------------------------------------------------------------------------------
 # dealing Express hands fast
+#
+# In Express only the hands matter (the stock sleeps, E1), so a deal is a random partition of
+# the set into the seats' hands and the rest, which bisection by rejection draws exactly:
+# to split a set of m tiles into k and m - k, draw m random bits masked to the set until k of
+# them are set. With k near m / 2 that takes a handful of ``getrandbits`` calls (about 7 for
+# 14 of 28, 5 for 7 of 14), each giving a subset uniform among those of its size, so the
+# partition is uniform. A plan of such splits is computed once per set size and player count.
+
+Split = tuple[int, int, int, int]
+"""One step of a deal plan: (source slot, tiles to take, slot taking them, slot of the rest)."""
 
 
 @cache
-def _label_lanes(size: int, players: int) -> tuple[int, int, struct.Struct, tuple[bytes, ...]]:
-    """Constants for :func:`_express_deal`: float lanes carrying a seat label (the stock is
-    label ``players``), and the translation tables that turn labels into binary digits."""
-    keep = ((1 << 52) - 1) ^ 7
-    one = 0x3FF << 52
-    keep_all = lanes = 0
-    for k in range(size):
-        label = min(k // HAND_SIZE, players)
-        keep_all |= keep << (64 * k)
-        lanes |= (one | label) << (64 * k)
-    digits = tuple(
-        bytes(0x31 if v & 7 == seat else 0x30 for v in range(256)) for seat in range(players)
-    )
-    return keep_all, lanes, struct.Struct(f"<{size}d"), digits
+def _deal_plan(size: int, players: int) -> tuple[tuple[Split, ...], tuple[int, ...], int]:
+    """How to deal ``players`` hands from ``size`` tiles by halving: the splits, each seat's
+    slot, and the number of slots. The stock is cut in pieces of a hand's size so that every
+    split is close to even; splits inside the stock are skipped."""
+    groups = [(seat, HAND_SIZE) for seat in range(players)]
+    rest = size - players * HAND_SIZE
+    while rest > 0:
+        groups.append((-1, min(HAND_SIZE, rest)))
+        rest -= HAND_SIZE
+    steps: list[Split] = []
+    seat_slot = [0] * players
+    slots = 1
+
+    def split(slot: int, part: list[tuple[int, int]]) -> None:
+        nonlocal slots
+        if all(seat < 0 for seat, _ in part):
+            return
+        if len(part) == 1:
+            seat_slot[part[0][0]] = slot
+            return
+        total = sum(c for _, c in part)
+        cut = min(range(1, len(part)), key=lambda j: abs(2 * sum(c for _, c in part[:j]) - total))
+        left, right = slots, slots + 1
+        slots += 2
+        steps.append((slot, sum(c for _, c in part[:cut]), left, right))
+        split(left, part[:cut])
+        split(right, part[cut:])
+
+    split(0, groups)
+    return tuple(steps), tuple(seat_slot), slots
 
 
-def _express_deal(rules: Rules, rng: Random, leader: int | None) -> FastState:
-    """A fresh Express round as a state (see :func:`deal_hands`)."""
-    tab = tables(rules.top)
-    hands = deal_hands(rules.top, rules.players, rng)
-    sleeping = tab.full
-    for h in hands:
-        sleeping ^= h
-    if leader is None:
-        leader, forced = first_express_lead(tab, hands)
-        return FastState.from_masks(rules, hands, sleeping, leader, forced)
-    return FastState.from_masks(rules, hands, sleeping, leader)
+def _deal_28(getrandbits: Callable[[int], int]) -> list[int]:
+    """Four groups of 7 from the 28 tiles of double-six: the plan of :func:`_deal_plan` for
+    that set (14 | 14, then 7 | 7 twice), unrolled."""
+    while True:
+        a = getrandbits(28)
+        if a.bit_count() == 14:
+            break
+    b = a ^ 0xFFFFFFF
+    while True:
+        x = getrandbits(28) & a
+        if x.bit_count() == 7:
+            break
+    while True:
+        y = getrandbits(28) & b
+        if y.bit_count() == 7:
+            break
+    return [x, a ^ x, y, b ^ y]
 
 
 def deal_hands(top: int, players: int, rng: Random) -> list[int]:
-    """Fresh hands as masks, for Express, where the stock sleeps (E1) and its order never
-    matters. Instead of a permutation this sorts random keys carrying seat labels: the k-th
-    smallest key's label goes to tile ``size - 1 - k``, and ``int(labels-as-binary-digits,
-    2)`` is a seat's mask. All of it runs in C."""
+    """Fresh hands as masks, uniformly dealt, for Express (where the stock's order never
+    matters: it is the tiles no hand holds)."""
     size = tables(top).size
-    keep, lanes, codec, digits = _label_lanes(size, players)
-    keys = sorted(
-        codec.unpack(((rng.getrandbits(64 * size) & keep) | lanes).to_bytes(8 * size, "little"))
-    )
-    labels = codec.pack(*keys)[::8]
-    return [int(labels.translate(d), 2) for d in digits]
+    if size == 4 * HAND_SIZE:
+        return _deal_28(rng.getrandbits)[:players]
+    steps, seat_slot, slots = _deal_plan(size, players)
+    getrandbits = rng.getrandbits
+    part = [0] * slots
+    part[0] = (1 << size) - 1
+    for source, k, taken, rest in steps:
+        whole = part[source]
+        while True:
+            x = getrandbits(size) & whole
+            if x.bit_count() == k:
+                break
+        part[taken] = x
+        part[rest] = whole ^ x
+    return [part[slot] for slot in seat_slot]
 
 
 def round_player(rules: Rules, leader: int | None = None) -> Callable[[Random], Playout]:
     """A function that deals a fresh round from a generator and plays it out at random, with
     everything it looks up bound once: the fastest way to play many rounds of one rule set.
-    ``leader`` as in :func:`random_round`."""
+    ``leader`` as in :func:`random_round`. Express hands come from :func:`deal_hands`;
+    Straight deals a whole permutation (:meth:`FastState.random_deal`), the stock's order
+    being part of the game."""
     if rules.family == "straight":
         return lambda rng: _straight(FastState.random_deal(rules, rng, leader), rng)
     tab = tables(rules.top)
     n = rules.players
-    size = tab.size
-    keep, lanes, codec, digits = _label_lanes(size, n)
-    unpack, pack = codec.unpack, codec.pack
-    full = tab.full
-    all_dealt = n * HAND_SIZE == size
-    first_digits = digits[:-1] if all_dealt else digits
+    top = rules.top
+    all_dealt = n * HAND_SIZE == tab.size
+    d6 = tab.size == 4 * HAND_SIZE
     if leader is None and all_dealt:  # E2: every tile is dealt, so the top double leads
         forced = tab.index[(tab.top, tab.top)]
     elif leader is None:
@@ -164,21 +199,18 @@ def round_player(rules: Rules, leader: int | None = None) -> Callable[[Random], 
     partners = rules.partners
     target = rules.target
     zero = (0,) * rules.sides
+    two_sides = rules.sides == 2
     dealt = n * HAND_SIZE
     new = tuple.__new__
 
     def play(rng: Random) -> Playout:
         """Deal (E1: the stock sleeps) and play one round."""
-        keys = sorted(
-            unpack(((rng.getrandbits(64 * size) & keep) | lanes).to_bytes(8 * size, "little"))
-        )
-        labels = pack(*keys)[::8]
-        hands = [int(labels.translate(d), 2) for d in first_digits]
-        if all_dealt:
-            last = full
-            for h in hands:
-                last ^= h
-            hands.append(last)
+        if d6:
+            hands = _deal_28(rng.getrandbits)
+            if n < 4:
+                del hands[n:]
+        else:
+            hands = deal_hands(top, n, rng)
         rnd = rng.random
         if forced >= 0:
             i = forced
@@ -211,11 +243,14 @@ def round_player(rules: Rules, leader: int | None = None) -> Callable[[Random], 
             outcome = "blocked"
         else:  # E4: with or without pairs, every hand left is counted
             winner, side, points, outcome = seat, sides[seat], count(held), "domino"
-        scores = list(zero)
-        scores[side] = points
+        scores: tuple[int, ...]
+        if two_sides:
+            scores = (points, 0) if side == 0 else (0, points)
+        else:
+            scores = (*zero[:side], points, *zero[side + 1 :])
         moves = dealt - held.bit_count() + passes
         # tuple.__new__ skips the NamedTuple's Python-level __new__
-        return new(Playout, (outcome, winner, side, points, moves, tuple(scores), points >= target))
+        return new(Playout, (outcome, winner, side, points, moves, scores, points >= target))
 
     return play
 
@@ -526,4 +561,4 @@ def _straight_blocked(s: FastState, hands: list[int], moves: int, scores: list[i
     return Playout("blocked", winner, side, points, moves, tuple(scores), scores[side] >= s.target)
 
 
-__all__ = ["LEAD_END", "Playout", "choose", "deal_hands", "playout", "random_order", "random_round"]
+__all__ = ["Playout", "choose", "deal_hands", "playout", "random_round", "round_player"]
