@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import signal
 import sys
 import time
@@ -40,6 +41,9 @@ from services.store.base import ConcurrencyError, NewEvent, StoreError
 from services.store.projection import RedisCheckpoints
 from services.store.redis import RedisEventStore
 from services.supervisor import Stack
+
+PLUGINS = ("services.gateway.cli", "services.sdk.cli", "services.tournament.cli")
+"""Modules that add subcommands: each has ``register(subparsers)``."""
 
 
 class CliError(Exception):
@@ -490,6 +494,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("results", help="results by player name, over every finished match")
     p.set_defaults(func=cmd_results)
+
+    for module in PLUGINS:  # subcommands of the gateway, the SDK and tournaments
+        try:
+            plugin = importlib.import_module(module)
+        except ModuleNotFoundError as e:
+            if e.name is None or not module.startswith(e.name):
+                raise  # the plugin exists but something it needs does not
+            continue
+        plugin.register(sub)
 
     p = sub.add_parser("export", help="write a stored match to a JSON-lines file")
     p.add_argument("match_id")
