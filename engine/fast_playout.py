@@ -260,6 +260,7 @@ def round_player(rules: Rules, leader: int | None = None) -> Callable[[Random], 
 
 
 def _express(s: FastState, rng: Random) -> Playout:
+    """Play an Express round on from ``s`` (lead included) without changing ``s``."""
     tab: Tables = s.tab
     mask = tab.mask
     rnd = rng.random
@@ -373,6 +374,7 @@ def _express_loop(
 
 
 def _express_end(s: FastState, hands: list[int], blocked: bool, seat: int, moves: int) -> Playout:
+    """Score an Express round that ended by domino (E4) or block (E5)."""
     count = s.tab.count
     scores = s.scores[:]
     if blocked:  # E5
@@ -394,6 +396,11 @@ def _express_end(s: FastState, hands: list[int], blocked: bool, seat: int, moves
 
 
 def _straight(s: FastState, rng: Random) -> Playout:
+    """Play a Straight round on from ``s`` (lead included) without changing ``s``.
+
+    Ends are kept as numbers (``nums``), masks (``masks``) and what they add to the all-fives
+    count (``vals``, summed in ``total``), so a play updates the count by a difference.
+    """
     tab: Tables = s.tab
     mask = tab.mask
     other = tab.other
@@ -437,10 +444,10 @@ def _straight(s: FastState, rng: Random) -> Playout:
         else:
             x = h
             if h & (h - 1):
-                k = int(rnd() * h.bit_count())
-                while k:
+                j = int(rnd() * h.bit_count())
+                while j:
                     x &= x - 1
-                    k -= 1
+                    j -= 1
             i = (x & -x).bit_length() - 1
         a, b = tab.lo[i], tab.hi[i]
         nums[0], nums[1] = a, b
@@ -465,10 +472,10 @@ def _straight(s: FastState, rng: Random) -> Playout:
             return _straight_domino(s, hands, turn, moves, scores)
         turn = after[turn]
     run = 0  # passes since the last play or draw
+    m0, m1, m2, m3 = masks
+    open_mask = m0 | m1 | m2 | m3
     while True:
         h = hands[turn]
-        m0, m1, m2, m3 = masks
-        open_mask = m0 | m1 | m2 | m3
         p = h & open_mask
         if not p and drawn < stock_size:  # S3: draw until a tile plays
             while drawn < stock_size:
@@ -482,28 +489,33 @@ def _straight(s: FastState, rng: Random) -> Playout:
             run = 0
         if p:
             run = 0
-            p0 = h & m0
-            p1 = h & m1
-            p2 = h & m2
-            p3 = h & m3
+            p0 = p & m0
+            p1 = p & m1
+            p2 = p & m2
+            p3 = p & m3
             c0 = p0.bit_count()
             c1 = p1.bit_count()
-            c2 = p2.bit_count()
-            c3 = p3.bit_count()
-            k = c0 + c1 + c2 + c3
-            k = int(rnd() * k) if k > 1 else 0
-            if k < c0:
-                x, e = p0, 0
-            elif k < c0 + c1:
-                x, e, k = p1, 1, k - c0
-            elif k < c0 + c1 + c2:
-                x, e, k = p2, 2, k - c0 - c1
+            c2 = p2.bit_count() if p2 else 0
+            c3 = p3.bit_count() if p3 else 0
+            choices = c0 + c1 + c2 + c3
+            if choices == 1:
+                b = p
+                e = 0 if p0 else 1 if p1 else 2 if p2 else 3
             else:
-                x, e, k = p3, 3, k - c0 - c1 - c2
-            while k:
-                x &= x - 1
-                k -= 1
-            b = x & -x
+                # a float in [0, choices): its integer part picks the move, end-major
+                k = rnd() * choices
+                if k < c0:
+                    x, e = p0, 0
+                elif k < c0 + c1:
+                    x, e, k = p1, 1, k - c0
+                elif k < c0 + c1 + c2:
+                    x, e, k = p2, 2, k - c0 - c1
+                else:
+                    x, e, k = p3, 3, k - c0 - c1 - c2
+                while k >= 1:
+                    x &= x - 1
+                    k -= 1
+                b = x & -x
             i = b.bit_length() - 1
             x = other[i][nums[e]]
             nums[e] = x
@@ -520,6 +532,8 @@ def _straight(s: FastState, rng: Random) -> Playout:
                 if not pending:  # both long sides covered: the crosswise sides open
                     nums[2] = nums[3] = spin
                     masks[2] = masks[3] = mask[spin]
+            m0, m1, m2, m3 = masks
+            open_mask = m0 | m1 | m2 | m3
             moves += 1
             h ^= b
             hands[turn] = h

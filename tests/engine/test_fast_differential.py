@@ -35,7 +35,7 @@ from events.model import (
 
 pytestmark = pytest.mark.engine
 
-ROUNDS = 24  # per configuration: 480 rounds in all
+ROUNDS = 40  # per configuration: 800 rounds in all
 
 CONFIGS = [
     (family, players, partners, top)
@@ -289,6 +289,30 @@ def test_rare_straight_endings_agree_with_the_reference(players: int, top: int) 
             assert_same_outcome(fast, events)
         assert (fast.outcome or "") in kind
     assert not any(wanted.values()), wanted
+
+
+@pytest.mark.parametrize("top", [6, 9, 12])
+@pytest.mark.parametrize("players", [2, 3, 4])
+def test_fresh_deals_are_partitions_spread_evenly(players: int, top: int) -> None:
+    """C5: deal_hands gives each seat 7 distinct tiles, and each tile lands in each hand about
+    7 times in ``size`` deals; random_order is a permutation of the set."""
+    tab = tables(top)
+    rng = random.Random(top * 10 + players)
+    deals = 1200
+    seen = [[0] * players for _ in range(tab.size)]
+    for _ in range(deals):
+        hands = deal_hands(top, players, rng)
+        assert [h.bit_count() for h in hands] == [HAND_SIZE] * players
+        union = 0
+        for seat, h in enumerate(hands):
+            assert not union & h and h <= tab.full
+            union |= h
+            for i in range(tab.size):
+                seen[i][seat] += h >> i & 1
+    expected = deals * HAND_SIZE / tab.size
+    spread = 5 * (expected * (1 - HAND_SIZE / tab.size)) ** 0.5  # five standard deviations
+    assert all(abs(c - expected) < spread for row in seen for c in row)
+    assert sorted(random_order(tab, rng)) == list(range(tab.size))
 
 
 def test_illegal_moves_are_refused_with_the_move_and_the_state() -> None:
