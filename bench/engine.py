@@ -6,7 +6,8 @@ double-six leads), and reports the ratio. The two are timed in alternating slice
 machine noise falls on both, and on the process's CPU clock, so that other processes sharing
 the machine do not count against either. ``engine.straight2p`` times two-player Straight
 (drawing, the spinner, all-fives scoring); ``engine.reference`` times the reference
-``decide``/``evolve`` for context.
+``decide``/``evolve`` for context. ``engine.perft.*`` count every move sequence to a fixed
+depth from a fixed deal, check the count against its golden number, and time it.
 """
 
 from __future__ import annotations
@@ -15,14 +16,23 @@ import random
 import time
 from collections.abc import Callable, Iterator
 
+from engine.fast import FastState, perft
 from engine.fast_playout import round_player
 from engine.game import decide, evolve, legal_moves
-from engine.rules import Rules
+from engine.rules import Family, Rules
 from engine.state import MatchState
-from engine.tiles import full_set
+from engine.tiles import full_set, parse_tile
 from events.model import AnyCommand, CreateMatch, DealRound, Rejection
 
 BASELINE = "dominoes-6.1.0"
+PERFT_DEAL = "14 00 02 44 34 46 16 01 56 23 04 03 55 25 35 36 15 66 11 26 12 22 06 13 33 45 05 24"
+"""A fixed double-six deal: seat k holds tiles 7k to 7k + 6, the rest is the stock."""
+PERFT: tuple[tuple[Family, int, int, int], ...] = (
+    ("express", 4, 12, 65566),
+    ("straight", 2, 8, 27197),
+)
+"""(family, players, depth, golden count) from :data:`PERFT_DEAL`; checked against the
+reference engine in tests/engine/test_fast_differential.py."""
 SLICE = 0.25  # seconds per timed slice
 SLICES = 12  # slices per workload in the interleaved comparison: 3 s each
 
@@ -46,7 +56,7 @@ def fast_rounds(rules: Rules, seed: int) -> Workload:
 
 def dominoes_rounds(seed: int) -> Workload:
     """Random 4-player partnership block rounds on the ``dominoes`` package."""
-    import dominoes  # the baseline is a dev dependency; import it only when benchmarking
+    import dominoes  # type: ignore[import-untyped]  # a dev dependency, for this bench only
 
     rng = random.Random(seed)
     random.seed(seed)  # dominoes shuffles with the module-level generator
@@ -91,6 +101,18 @@ def reference_rounds(rules: Rules, seed: int) -> Workload:
         return moves
 
     return run
+
+
+def perft_state(family: Family, players: int) -> FastState:
+    """The first round of :data:`PERFT_DEAL` (E2's forced lead in Express, seat 0 in
+    Straight)."""
+    rules = Rules.make(family, players=players)
+    order = [parse_tile(t) for t in PERFT_DEAL.split()]
+    hands = [order[k * 7 : (k + 1) * 7] for k in range(players)]
+    if family == "express":
+        leader = next(k for k, h in enumerate(hands) if (6, 6) in h)
+        return FastState.from_deal(rules, hands, order[players * 7 :], leader, (6, 6))
+    return FastState.from_deal(rules, hands, order[players * 7 :], 0)
 
 
 class Meter:
@@ -155,6 +177,23 @@ def run() -> Iterator[dict[str, object]]:
         "rounds_per_s": round(straight.rounds_per_s()),
         "moves_per_s": round(straight.moves_per_s()),
     }
+    for family, players, depth, golden in PERFT:
+        state = perft_state(family, players)
+        runs = 0
+        clock = time.process_time
+        start = clock()
+        while runs == 0 or clock() - start < 1.0:
+            count = perft(state, depth)
+            if count != golden:
+                raise AssertionError(f"perft({family}, {depth}) = {count}, golden {golden}")
+            runs += 1
+        seconds = clock() - start
+        yield {
+            "bench": f"engine.perft.{family}{players}p",
+            "depth": depth,
+            "leaves": golden,
+            "leaves_per_s": round(runs * golden / seconds),
+        }
     (reference,) = measure(reference_rounds(Rules.make("express"), 3), slices=8)
     yield {
         "bench": "engine.reference",

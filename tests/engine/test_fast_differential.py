@@ -14,12 +14,21 @@ import random
 
 import pytest
 
-from engine.fast import DRAW, LEAD_END, PASS, FastIllegalMove, FastState, random_order, tables
+from engine.fast import (
+    DRAW,
+    LEAD_END,
+    PASS,
+    FastIllegalMove,
+    FastState,
+    perft,
+    random_order,
+    tables,
+)
 from engine.fast_playout import Playout, choose, deal_hands, playout, random_round
 from engine.game import decide, evolve, legal_moves
-from engine.rules import HAND_SIZE, Rules
+from engine.rules import HAND_SIZE, Family, Rules
 from engine.state import MatchState
-from engine.tiles import Tile
+from engine.tiles import Tile, parse_tile
 from events.model import (
     AnyCommand,
     AnyEvent,
@@ -37,18 +46,19 @@ pytestmark = pytest.mark.engine
 
 ROUNDS = 40  # per configuration: 800 rounds in all
 
+FAMILIES: tuple[Family, ...] = ("express", "straight")
 CONFIGS = [
     (family, players, partners, top)
-    for family in ("express", "straight")
+    for family in FAMILIES
     for players, partners in ((2, False), (3, False), (4, False), (4, True))
     for top in (6, 9, 12)
 ]
 
 
-def rules_for(family: str, players: int, partners: bool, top: int, seed: int) -> Rules:
+def rules_for(family: Family, players: int, partners: bool, top: int, seed: int) -> Rules:
     """The config's rules; every other seed plays to a low target so C9 comes up often."""
     target = None if seed % 2 else (40 if family == "straight" else 60)
-    return Rules.make(family, players=players, partners=partners, top=top, target=target)  # type: ignore[arg-type]
+    return Rules.make(family, players=players, partners=partners, top=top, target=target)
 
 
 def step(state: MatchState | None, command: AnyCommand) -> tuple[MatchState, list[AnyEvent]]:
@@ -153,7 +163,7 @@ def reference_playout(ref: MatchState, rng: random.Random) -> Playout:
 
 @pytest.mark.parametrize(("family", "players", "partners", "top"), CONFIGS)
 def test_fast_path_follows_the_reference_move_for_move(
-    family: str, players: int, partners: bool, top: int
+    family: Family, players: int, partners: bool, top: int
 ) -> None:
     """Legal moves, S4 points, round ends (C9, C10, E4-E5, S5-S6) and scores agree."""
     rounds = 0
@@ -188,7 +198,7 @@ def test_fast_path_follows_the_reference_move_for_move(
 
 @pytest.mark.parametrize(("family", "players", "partners", "top"), CONFIGS)
 def test_playouts_end_rounds_as_the_reference_does(
-    family: str, players: int, partners: bool, top: int
+    family: Family, players: int, partners: bool, top: int
 ) -> None:
     """A playout from a deal or from mid-round equals the reference fed the same choices."""
     for seed in range(4):
@@ -220,10 +230,10 @@ def test_playouts_end_rounds_as_the_reference_does(
 
 @pytest.mark.parametrize(("family", "players", "partners", "top"), CONFIGS)
 def test_random_rounds_are_reference_rounds(
-    family: str, players: int, partners: bool, top: int
+    family: Family, players: int, partners: bool, top: int
 ) -> None:
     """random_round deals from the generator and plays out as the reference would."""
-    rules = Rules.make(family, players=players, partners=partners, top=top)  # type: ignore[arg-type]
+    rules = Rules.make(family, players=players, partners=partners, top=top)
     tab = tables(top)
     for seed in range(8):
         got = random_round(rules, random.Random(seed))
@@ -313,6 +323,59 @@ def test_fresh_deals_are_partitions_spread_evenly(players: int, top: int) -> Non
     spread = 5 * (expected * (1 - HAND_SIZE / tab.size)) ** 0.5  # five standard deviations
     assert all(abs(c - expected) < spread for row in seen for c in row)
     assert sorted(random_order(tab, rng)) == list(range(tab.size))
+
+
+def reference_perft(state: MatchState, depth: int) -> int:
+    """:func:`engine.fast.perft` through the reference engine."""
+    if depth == 0 or state.phase != "playing":
+        return 1
+    moves = legal_moves(state)
+    if depth == 1:
+        return len(moves)
+    return sum(reference_perft(step(state.copy(), m)[0], depth - 1) for m in moves)
+
+
+PERFT_DEAL = "14 00 02 44 34 46 16 01 56 23 04 03 55 25 35 36 15 66 11 26 12 22 06 13 33 45 05 24"
+"""The fixed double-six deal of the ``engine.perft`` benchmark (bench/engine.py)."""
+
+
+@pytest.mark.parametrize(
+    ("family", "players", "depth", "golden"),
+    [("express", 4, 8, None), ("express", 4, 12, 65566), ("straight", 2, 6, None)],
+)
+def test_perft_counts_from_a_fixed_deal(
+    family: Family, players: int, depth: int, golden: int | None
+) -> None:
+    """Move generation counts the same sequences as the reference (and the bench's golden
+    numbers hold)."""
+    rules = Rules.make(family, players=players)
+    order = tuple(parse_tile(t) for t in PERFT_DEAL.split())
+    state, _ = step(new_match(rules), DealRound(order=order, first_leader=0))
+    count = perft(FastState.from_match(state), depth)
+    if golden is None:
+        assert count == reference_perft(state, depth)
+    else:
+        assert count == golden
+
+
+@pytest.mark.parametrize(("family", "players", "partners", "top"), CONFIGS[::3])
+def test_perft_counts_from_the_middle_of_rounds(
+    family: Family, players: int, partners: bool, top: int
+) -> None:
+    """From mid-round states (spinners open or not, boneyards part drawn), the fast moves
+    branch exactly as the reference's, three moves deep."""
+    rules = Rules.make(family, players=players, partners=partners, top=top)
+    rng = random.Random(top + players)
+    state = new_match(rules)
+    command = DealRound(order=deal_order(rules, rng), first_leader=rng.randrange(players))
+    state, _ = step(state, command)
+    checked = 0
+    while state.phase == "playing":
+        if rng.random() < 0.3:
+            assert perft(FastState.from_match(state), 3) == reference_perft(state, 3)
+            checked += 1
+        state, _ = step(state, rng.choice(legal_moves(state)))
+    assert checked
 
 
 def test_illegal_moves_are_refused_with_the_move_and_the_state() -> None:
