@@ -10,6 +10,7 @@ How a random move is chosen (fixed, so a playout can be replayed through
 a random number; otherwise ``k = int(rng.random() * count)`` picks the k-th legal move in
 *end-major* order — the left end's moves by tile, then the right's, up's and down's (for a
 lead, the hand's tiles in order). :func:`choose` applies that rule to a list of moves.
+(``random()`` has 53 bits, so the choice is uniform to within 2**-50 or so.)
 
 A blocked round (C10) is found from the passes that follow it: once every seat has passed in
 a row nobody can play, and the round ended at the play (or draw) before those passes, which

@@ -250,6 +250,16 @@ def test_random_rounds_are_reference_rounds(
         state, _ = step(new_match(rules), DealRound(order=tuple(order), first_leader=first))
         # the playout's choices follow the deal's draws from the same generator
         assert got == reference_playout(state, rng)
+        # a later round: the leader given, leading any tile (E3, S1)
+        leader = seed % players
+        got = random_round(rules, random.Random(seed), leader)
+        rng = random.Random(seed)
+        if family == "express":
+            masks = deal_hands(top, players, rng)
+            fast = FastState.from_masks(rules, masks, tab.full ^ sum(masks), leader)
+        else:
+            fast = FastState.random_deal(rules, rng, leader)
+        assert got == playout(fast, rng)
 
 
 def fast_round(rules: Rules, order: tuple[Tile, ...], leader: int) -> FastState:
