@@ -251,8 +251,8 @@ def _after_play(state: MatchState, seat: int, t: Tile, end: int | None) -> list[
     points = count if count > 0 and count % 5 == 0 else 0  # S4
     name = None if end is None else END_NAMES[end]
     events: list[AnyEvent] = [TilePlayed(seat=seat, tile=t, end=name, points=points)]
-    hands = [set(h) for h in state.hands]
-    hands[seat].discard(t)
+    hands = list(state.hands)  # only the mover's hand changes: the others are shared, unchanged
+    hands[seat] = hands[seat] - {t}
     scores = state.scores[:]
     side = rules.side_of(seat)
     scores[side] += points
@@ -269,8 +269,8 @@ def _after_play(state: MatchState, seat: int, t: Tile, end: int | None) -> list[
 def _after_draw(state: MatchState, seat: int, drawn: Tile) -> list[AnyEvent]:
     events: list[AnyEvent] = [TileDrawn(seat=seat, tile=drawn)]
     if len(state.stock) == 1:  # the boneyard is now empty: the round may be blocked (C10)
-        hands = [set(h) for h in state.hands]
-        hands[seat].add(drawn)
+        hands = list(state.hands)
+        hands[seat] = hands[seat] | {drawn}
         if not any(_can_play(state.board, h) for h in hands):
             events.extend(_blocked(state, hands, state.stock[1:], state.scores[:]))
     return events

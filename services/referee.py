@@ -169,16 +169,25 @@ class Referee:
         self._stopping.set()
 
     async def _command_loop(self) -> None:
-        while not self._stopping.is_set():
-            try:
-                entries = await self.reader.read()
-                if entries:
-                    await self._handle_entries(entries)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("command batch failed; its messages stay pending")
-                await asyncio.sleep(0.5)
+        # The next batch is read while the current one is decided and appended: the round
+        # trip of XREADGROUP overlaps the work instead of following it.
+        reading = asyncio.create_task(self.reader.read())
+        try:
+            while not self._stopping.is_set():
+                try:
+                    entries = await reading
+                    reading = asyncio.create_task(self.reader.read())
+                    if entries:
+                        await self._handle_entries(entries)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.exception("command batch failed; its messages stay pending")
+                    await asyncio.sleep(0.5)
+                    if reading.done():
+                        reading = asyncio.create_task(self.reader.read())
+        finally:
+            reading.cancel()
 
     async def _reclaim_loop(self) -> None:
         idle = self.settings.claim_idle_ms
