@@ -13,6 +13,7 @@ from redis.asyncio.cluster import RedisCluster
 
 from services.store.base import (
     START,
+    Ack,
     AppendRequest,
     AppendResult,
     ConcurrencyError,
@@ -35,6 +36,7 @@ __all__ = [
     "DEFAULT_PARTITIONS",
     "DEFAULT_PREFIX",
     "START",
+    "Ack",
     "AppendRequest",
     "AppendResult",
     "ConcurrencyError",

@@ -55,6 +55,26 @@ class Schedule:
     at_ms: int | None
 
 
+@dataclass(frozen=True, slots=True, init=False)
+class Ack:
+    """A consumer-group acknowledgement made by the same atomic append: `XACK stream group id`.
+
+    It is made when the append succeeds and when its command id turns out to be a duplicate
+    (the command is done either way), never on a ConcurrencyError, where the entry stays
+    pending. The stream must carry the match's partition tag (e.g. the partition's command
+    stream); `id` is the entry id as read (`"1712345-0"`), given as str or bytes.
+    """
+
+    stream: str
+    group: str
+    id: str
+
+    def __init__(self, stream: str, group: str, id: str | bytes) -> None:
+        object.__setattr__(self, "stream", stream)
+        object.__setattr__(self, "group", group)
+        object.__setattr__(self, "id", id.decode() if isinstance(id, bytes) else id)
+
+
 @dataclass(frozen=True, slots=True)
 class AppendResult:
     """Versions given to an append: `first_version..last_version` inclusive.
@@ -78,6 +98,7 @@ class AppendRequest:
     command_id: str
     outbox: Sequence[OutboxEntry] = ()
     schedule: Sequence[Schedule] = ()
+    ack: Ack | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,8 +133,9 @@ class InvalidMatchId(StoreError, ValueError):
 
 class InvalidAppend(StoreError, ValueError):
     """Raised for an append that can never succeed as given: a negative expected version, an
-    empty command id, an outbox stream or schedule key outside the match's partition, or a
-    schedule entry without a member or with a negative time."""
+    empty command id, an outbox stream, schedule key or ack stream outside the match's
+    partition, a schedule entry without a member or with a negative time, or an ack with an
+    empty group or a malformed entry id."""
 
 
 class EventStore(abc.ABC):
@@ -145,13 +167,15 @@ class EventStore(abc.ABC):
         command_id: str,
         outbox: Sequence[OutboxEntry] = (),
         schedule: Sequence[Schedule] = (),
+        ack: Ack | None = None,
     ) -> AppendResult:
         """Atomically append `events`, `outbox` and `schedule` if the match is at
-        `expected_version`.
+        `expected_version`, and make `ack` in the same step.
 
         A command id already recorded for this match returns the earlier result and writes
-        nothing. Raises ConcurrencyError (nothing written) when the version differs,
-        InvalidMatchId or InvalidAppend before contacting the backend.
+        nothing but `ack`. Raises ConcurrencyError (nothing written, nothing acknowledged)
+        when the version differs, InvalidMatchId or InvalidAppend before contacting the
+        backend.
         """
 
     @abc.abstractmethod

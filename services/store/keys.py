@@ -18,7 +18,7 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from services.store.base import InvalidAppend, InvalidMatchId, OutboxEntry, Schedule
+from services.store.base import Ack, InvalidAppend, InvalidMatchId, OutboxEntry, Schedule
 
 DEFAULT_PREFIX = "dom"
 DEFAULT_PARTITIONS = 8
@@ -26,6 +26,8 @@ MAX_MATCH_ID_LENGTH = 128
 
 _MATCH_ID = re.compile(rf"[^\s{{}}\x00-\x1f\x7f]{{1,{MAX_MATCH_ID_LENGTH}}}")
 _NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
+_ENTRY_ID = re.compile(r"([0-9]{1,20})(?:-([0-9]{1,20}))?")
+_MAX_ID_PART = 2**64 - 1
 
 
 def validate_match_id(match_id: str) -> None:
@@ -118,12 +120,14 @@ def check_append(
     command_id: str,
     outbox: Sequence[OutboxEntry],
     schedule: Sequence[Schedule] = (),
+    ack: Ack | None = None,
 ) -> int:
     """Validate an append before it is sent and return the match's partition.
 
     Raises InvalidMatchId for a bad match id, InvalidAppend for a negative expected version,
-    an empty command id, an outbox stream or schedule key outside the match's partition, or a
-    schedule entry without a member or with a negative time.
+    an empty command id, an outbox stream, schedule key or ack stream outside the match's
+    partition, a schedule entry without a member or with a negative time, or an ack with an
+    empty group or an entry id Redis would refuse.
     """
     partition = keys.partition_of(match_id)
     if isinstance(expected_version, bool) or not isinstance(expected_version, int):
@@ -150,4 +154,26 @@ def check_append(
             isinstance(change.at_ms, bool) or not isinstance(change.at_ms, int) or change.at_ms < 0
         ):
             raise InvalidAppend(f"schedule time must be a non-negative int or None: {change!r}")
+    if ack is not None:
+        check_ack(keys, ack, partition, match_id)
     return partition
+
+
+def check_ack(keys: Keys, ack: Ack, partition: int, match_id: str) -> None:
+    """Raise InvalidAppend unless `ack` can be made by an append of a match of `partition`:
+    its stream in the partition, a non-empty group and an entry id XACK accepts
+    (`<ms>-<seq>` or `<ms>`, each part a 64-bit unsigned integer)."""
+    if not isinstance(ack, Ack):
+        raise InvalidAppend(f"ack must be an Ack, not {ack!r}")
+    if not isinstance(ack.stream, str) or not keys.in_partition(ack.stream, partition):
+        raise InvalidAppend(
+            f"ack stream {ack.stream!r} is outside partition {partition} of match "
+            f"{match_id!r}: it must carry the hash tag {keys.tag(partition)}"
+        )
+    if not isinstance(ack.group, str) or not ack.group:
+        raise InvalidAppend(f"ack group must be a non-empty string: {ack!r}")
+    parts = _ENTRY_ID.fullmatch(ack.id) if isinstance(ack.id, str) else None
+    if parts is None or any(
+        part is not None and int(part) > _MAX_ID_PART for part in parts.groups()
+    ):
+        raise InvalidAppend(f"ack id must be a stream entry id such as '1712345-0': {ack!r}")

@@ -1,5 +1,8 @@
 """The in-memory event store: same semantics and errors as the Redis one, for pure tests and
-offline replay. Not shared between processes; positions are entry counts as strings."""
+offline replay. Not shared between processes; positions are entry counts as strings.
+
+There are no consumer groups here: an append's acknowledgement is recorded, and `acked`
+shows which entry ids of a stream a group has acknowledged."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from dataclasses import replace
 
 from services.store.base import (
     START,
+    Ack,
     AppendRequest,
     AppendResult,
     ConcurrencyError,
@@ -33,6 +37,7 @@ class MemoryEventStore(EventStore):
         self._logs: list[list[Recorded]] = [[] for _ in range(partitions)]
         self._streams: dict[str, list[dict[bytes, bytes]]] = {}
         self._schedules: dict[str, dict[str, int]] = {}
+        self._acked: dict[tuple[str, str], set[str]] = {}
 
     async def append(
         self,
@@ -42,14 +47,15 @@ class MemoryEventStore(EventStore):
         command_id: str,
         outbox: Sequence[OutboxEntry] = (),
         schedule: Sequence[Schedule] = (),
+        ack: Ack | None = None,
     ) -> AppendResult:
         """Atomically append `events`, `outbox` and `schedule` if the match is at
-        `expected_version`."""
+        `expected_version`, and record `ack`."""
         partition = check_append(
-            self.keys, match_id, expected_version, command_id, outbox, schedule
+            self.keys, match_id, expected_version, command_id, outbox, schedule, ack
         )
         return self._append(
-            partition, match_id, events, expected_version, command_id, outbox, schedule
+            partition, match_id, events, expected_version, command_id, outbox, schedule, ack
         )
 
     async def append_many(
@@ -58,7 +64,13 @@ class MemoryEventStore(EventStore):
         """Run many appends; each is atomic, a conflict is returned in its slot."""
         partitions = [
             check_append(
-                self.keys, r.match_id, r.expected_version, r.command_id, r.outbox, r.schedule
+                self.keys,
+                r.match_id,
+                r.expected_version,
+                r.command_id,
+                r.outbox,
+                r.schedule,
+                r.ack,
             )
             for r in batch
         ]
@@ -74,6 +86,7 @@ class MemoryEventStore(EventStore):
                         r.command_id,
                         r.outbox,
                         r.schedule,
+                        r.ack,
                     )
                 )
             except ConcurrencyError as conflict:
@@ -89,13 +102,16 @@ class MemoryEventStore(EventStore):
         command_id: str,
         outbox: Sequence[OutboxEntry],
         schedule: Sequence[Schedule],
+        ack: Ack | None,
     ) -> AppendResult:
         seen = self._dedupe.get(match_id)
         if seen is not None and command_id in seen:
+            self._ack(ack)
             return replace(seen[command_id], duplicate=True)
         version = len(self._matches.get(match_id, ()))
         if version != expected_version:
             raise ConcurrencyError(match_id, expected_version, version)
+        self._ack(ack)
         recorded = [
             Recorded(match_id, expected_version + i, event.type, bytes(event.data))
             for i, event in enumerate(events, start=1)
@@ -116,6 +132,14 @@ class MemoryEventStore(EventStore):
         result = AppendResult(expected_version + 1, expected_version + len(recorded))
         self._dedupe.setdefault(match_id, {})[command_id] = result
         return result
+
+    def _ack(self, ack: Ack | None) -> None:
+        if ack is not None:
+            self._acked.setdefault((ack.stream, ack.group), set()).add(ack.id)
+
+    def acked(self, stream: str, group: str) -> set[str]:
+        """Entry ids of `stream` that appends have acknowledged for `group` (a copy)."""
+        return set(self._acked.get((stream, group), ()))
 
     async def read(
         self, match_id: str, from_version: int = 1, to_version: int | None = None

@@ -11,6 +11,7 @@ from typing import Any, cast
 
 from services.store.base import (
     START,
+    Ack,
     AppendRequest,
     AppendResult,
     ConcurrencyError,
@@ -28,13 +29,18 @@ from services.store.lua import Arg, Call, Client, LuaScript
 # Every check comes before the first write: a script is atomic but not rolled back on error.
 APPEND = LuaScript(
     """
--- KEYS: match stream, notification log, dedupe hash, then one stream per outbox entry,
---       then one sorted set per schedule entry
--- ARGV: match id, expected version, command id, event count n, outbox count m,
---       n (type, data) pairs, m outbox payloads, then a (member, time) pair per schedule
---       entry, an empty time meaning remove the member
+-- KEYS: match stream, notification log, dedupe hash, the ack stream if there is an ack, then
+--       one stream per outbox entry, then one sorted set per schedule entry
+-- ARGV: match id, expected version, command id, event count n, outbox count m, ack count
+--       a (0 or 1), the ack's group and entry id if a = 1, n (type, data) pairs, m outbox
+--       payloads, then a (member, time) pair per schedule entry, an empty time meaning
+--       remove the member
+local a = tonumber(ARGV[6])
 local earlier = redis.call('HGET', KEYS[3], ARGV[3])
 if earlier then
+  if a == 1 then
+    redis.call('XACK', KEYS[4], ARGV[7], ARGV[8])
+  end
   return {1, earlier}
 end
 local expected = tonumber(ARGV[2])
@@ -42,26 +48,32 @@ local actual = redis.call('XLEN', KEYS[1])
 if actual ~= expected then
   return {2, actual}
 end
+-- The ack is the first write: a wrong-typed ack stream fails before anything is written.
+if a == 1 then
+  redis.call('XACK', KEYS[4], ARGV[7], ARGV[8])
+end
 local n, m = tonumber(ARGV[4]), tonumber(ARGV[5])
+local e = 6 + 2 * a
 for i = 1, n do
   local version = expected + i
-  local event_type, data = ARGV[4 + 2 * i], ARGV[5 + 2 * i]
+  local event_type, data = ARGV[e + 2 * i - 1], ARGV[e + 2 * i]
   redis.call('XADD', KEYS[1], '0-' .. version, 'type', event_type, '__data__', data)
   redis.call('XADD', KEYS[2], '*', 'match', ARGV[1], 'version', version,
              'type', event_type, '__data__', data)
 end
-local a = 6 + 2 * n
-for k = 4, 3 + m do
-  redis.call('XADD', KEYS[k], '*', '__data__', ARGV[a])
-  a = a + 1
+local j = e + 2 * n + 1
+local k = 4 + a
+for _ = 1, m do
+  redis.call('XADD', KEYS[k], '*', '__data__', ARGV[j])
+  j, k = j + 1, k + 1
 end
-for k = 4 + m, #KEYS do
-  if ARGV[a + 1] == '' then
-    redis.call('ZREM', KEYS[k], ARGV[a])
+for k2 = k, #KEYS do
+  if ARGV[j + 1] == '' then
+    redis.call('ZREM', KEYS[k2], ARGV[j])
   else
-    redis.call('ZADD', KEYS[k], ARGV[a + 1], ARGV[a])
+    redis.call('ZADD', KEYS[k2], ARGV[j + 1], ARGV[j])
   end
-  a = a + 2
+  j = j + 2
 end
 redis.call('HSET', KEYS[3], ARGV[3], (expected + 1) .. ':' .. (expected + n))
 return {0}
@@ -92,10 +104,13 @@ class RedisEventStore(EventStore):
         command_id: str,
         outbox: Sequence[OutboxEntry] = (),
         schedule: Sequence[Schedule] = (),
+        ack: Ack | None = None,
     ) -> AppendResult:
         """Atomically append `events`, `outbox` and `schedule` if the match is at
-        `expected_version`."""
-        keys, args = self._call(match_id, events, expected_version, command_id, outbox, schedule)
+        `expected_version`, and XACK `ack` in the same script."""
+        keys, args = self._call(
+            match_id, events, expected_version, command_id, outbox, schedule, ack
+        )
         reply = await APPEND(self.client, keys, args)
         result = _result(reply, match_id, expected_version, len(events))
         if isinstance(result, ConcurrencyError):
@@ -111,7 +126,9 @@ class RedisEventStore(EventStore):
         sending the batch again is safe because their command ids are recorded.
         """
         calls = [
-            self._call(r.match_id, r.events, r.expected_version, r.command_id, r.outbox, r.schedule)
+            self._call(
+                r.match_id, r.events, r.expected_version, r.command_id, r.outbox, r.schedule, r.ack
+            )
             for r in batch
         ]
         replies = await APPEND.many(self.client, calls)
@@ -131,13 +148,19 @@ class RedisEventStore(EventStore):
         command_id: str,
         outbox: Sequence[OutboxEntry],
         schedule: Sequence[Schedule],
+        ack: Ack | None,
     ) -> Call:
         partition = check_append(
-            self.keys, match_id, expected_version, command_id, outbox, schedule
+            self.keys, match_id, expected_version, command_id, outbox, schedule, ack
         )
         tag = f"{self.keys.prefix}:{{p{partition}}}"
         keys = [f"{tag}:m:{match_id}", f"{tag}:log", f"{tag}:dedupe:{match_id}"]
         args: list[Arg] = [match_id, expected_version, command_id, len(events), len(outbox)]
+        if ack is None:
+            args.append(0)
+        else:
+            keys.append(ack.stream)
+            args += (1, ack.group, ack.id)
         for event in events:
             args.append(event.type)
             args.append(event.data)

@@ -1,8 +1,9 @@
 """The event store contract, run once per backend by subclasses in test_event_store.py.
 
 A subclass provides the `store` fixture, a `second_writer` fixture (another client of the same
-data) and `snapshot`, which captures everything the store holds so a test can check that a
-refused append wrote nothing.
+data), `snapshot`, which captures everything the store holds so a test can check that a
+refused append wrote nothing, and `pending_command` / `acknowledged`, which make a command
+entry pending in a consumer group and tell whether an append has acknowledged it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pytest
 
 from services.store import (
     START,
+    Ack,
     AppendRequest,
     AppendResult,
     ConcurrencyError,
@@ -58,6 +60,17 @@ class EventStoreContract:
 
     async def snapshot(self, store: EventStore) -> Any:
         raise NotImplementedError
+
+    async def pending_command(self, store: EventStore, stream: str, group: str) -> str:
+        """Add a command entry to `stream`, deliver it to `group` and return its id."""
+        raise NotImplementedError
+
+    async def acknowledged(self, store: EventStore, stream: str, group: str, entry_id: str) -> bool:
+        """True once `group` has acknowledged entry `entry_id` of `stream`."""
+        raise NotImplementedError
+
+    def commands(self, store: EventStore, match_id: str) -> str:
+        return store.keys.commands(partition_of(match_id, store.partitions))
 
     def turns(self, store: EventStore, match_id: str) -> str:
         return store.keys.turns(partition_of(match_id, store.partitions))
@@ -388,3 +401,129 @@ class EventStoreContract:
             assert isinstance(a, ConcurrencyError) != isinstance(b, ConcurrencyError)
         for match_id in match_ids:
             assert await store.version(match_id) == 1
+
+    async def test_an_ack_is_made_with_a_successful_append(self, store: EventStore) -> None:
+        stream = self.commands(store, "m1")
+        entry_id = await self.pending_command(store, stream, "referee")
+        other_id = await self.pending_command(store, stream, "referee")
+
+        result = await store.append(
+            "m1", events("a"), 0, "c1", ack=Ack(stream, "referee", entry_id)
+        )
+
+        assert result == AppendResult(1, 1)
+        assert await self.acknowledged(store, stream, "referee", entry_id)
+        assert not await self.acknowledged(store, stream, "referee", other_id)
+        assert [r.type for r in await store.read("m1")] == ["a"]
+
+    async def test_a_duplicate_command_is_acknowledged_and_writes_nothing_else(
+        self, store: EventStore
+    ) -> None:
+        stream = self.commands(store, "m1")
+        outbox = [OutboxEntry(self.turns(store, "m1"), b"turn")]
+        await store.append("m1", events("a", "b"), 0, "c1", outbox)
+        first = await self.pending_command(store, stream, "referee")
+        again = await self.pending_command(store, stream, "referee")
+        before = await self.snapshot(store)
+
+        # Redelivered at the same version, and resent after the match moved on.
+        same = await store.append(
+            "m1", events("a", "b"), 0, "c1", outbox, ack=Ack(stream, "referee", first)
+        )
+        stale = await store.append(
+            "m1", events("a", "b"), 0, "c1", outbox, ack=Ack(stream, "referee", again)
+        )
+
+        assert same == stale == AppendResult(1, 2, duplicate=True)
+        assert await self.acknowledged(store, stream, "referee", first)
+        assert await self.acknowledged(store, stream, "referee", again)
+        assert await self.snapshot(store) == before
+
+    async def test_a_conflict_acknowledges_nothing(self, store: EventStore) -> None:
+        stream = self.commands(store, "m1")
+        await store.append("m1", events("a"), 0, "c1")
+        entry_id = await self.pending_command(store, stream, "referee")
+        before = await self.snapshot(store)
+        ack = Ack(stream, "referee", entry_id)
+
+        with pytest.raises(ConcurrencyError):
+            await store.append("m1", events("b"), 0, "c2", ack=ack)
+        [conflict] = await store.append_many([AppendRequest("m1", events("b"), 5, "c2", ack=ack)])
+
+        assert isinstance(conflict, ConcurrencyError)
+        assert not await self.acknowledged(store, stream, "referee", entry_id)
+        assert await self.snapshot(store) == before
+        # The command is still pending; applied at the right version, it is acknowledged.
+        assert await store.append("m1", events("b"), 1, "c2", ack=ack) == AppendResult(2, 2)
+        assert await self.acknowledged(store, stream, "referee", entry_id)
+
+    async def test_append_many_acknowledges_each_request_by_its_outcome(
+        self, store: EventStore
+    ) -> None:
+        m1, m2, m3 = matches_in_partition(partition_of("m1", 8), 3)
+        stream = self.commands(store, m1)
+        await store.append(m2, events("a"), 0, "c1")
+        ids = [await self.pending_command(store, stream, "referee") for _ in range(4)]
+        acks = [Ack(stream, "referee", entry_id) for entry_id in ids]
+
+        results = await store.append_many(
+            [
+                AppendRequest(m1, events("a"), 0, "c1", ack=acks[0]),
+                AppendRequest(m2, events("b"), 0, "c2", ack=acks[1]),
+                AppendRequest(m2, events("a"), 0, "c1", ack=acks[2]),
+                AppendRequest(m3, [], 0, "c1", (), (), acks[3]),
+            ]
+        )
+
+        assert results[0] == AppendResult(1, 1)
+        assert isinstance(results[1], ConcurrencyError)
+        assert results[2] == AppendResult(1, 1, duplicate=True)
+        assert results[3] == AppendResult(1, 0)
+        assert [await self.acknowledged(store, stream, "referee", i) for i in ids] == [
+            True,
+            False,
+            True,
+            True,
+        ]
+
+    def test_an_ack_id_may_be_given_as_bytes(self) -> None:
+        assert Ack("s", "g", b"1712345-7") == Ack("s", "g", "1712345-7")
+        assert Ack("s", "g", b"1712345-7").id == "1712345-7"
+
+    @pytest.mark.parametrize(
+        "ack",
+        [
+            Ack("dom:{p99}:cmd", "referee", "1-0"),
+            Ack("cmd", "referee", "1-0"),
+            Ack("TAG", "", "1-0"),
+            Ack("TAG", "referee", ""),
+            Ack("TAG", "referee", "abc"),
+            Ack("TAG", "referee", "1-2-3"),
+            Ack("TAG", "referee", "1-"),
+            Ack("TAG", "referee", "-"),
+            Ack("TAG", "referee", "+"),
+            Ack("TAG", "referee", "-1-0"),
+            Ack("TAG", "referee", "18446744073709551616-0"),
+            Ack("TAG", "referee", "0-18446744073709551616"),
+        ],
+        ids=repr,
+    )
+    async def test_a_bad_ack_is_rejected(self, store: EventStore, ack: Ack) -> None:
+        ack = Ack(ack.stream.replace("TAG", self.commands(store, "m1")), ack.group, ack.id)
+        before = await self.snapshot(store)
+
+        with pytest.raises(InvalidAppend):
+            await store.append("m1", events("a"), 0, "c1", ack=ack)
+        with pytest.raises(InvalidAppend):
+            await store.append_many([AppendRequest("m1", events("a"), 0, "c1", ack=ack)])
+
+        assert await self.snapshot(store) == before
+
+    async def test_the_largest_entry_ids_are_accepted(self, store: EventStore) -> None:
+        stream = self.commands(store, "m1")
+        largest = "18446744073709551615-18446744073709551615"
+
+        await store.append("m1", events("a"), 0, "c1", ack=Ack(stream, "referee", largest))
+        await store.append("m1", events("b"), 1, "c2", ack=Ack(stream, "referee", "1712345"))
+
+        assert await store.version("m1") == 2

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import ResponseError
 
 from services.store import (
+    Ack,
     AppendRequest,
     EventStore,
     MemoryEventStore,
@@ -34,7 +37,17 @@ class TestMemoryEventStore(EventStoreContract):
         return store
 
     async def snapshot(self, store: EventStore) -> Any:
-        return copy.deepcopy(vars(store))
+        # Acknowledgements are checked on their own (`acknowledged`), as on Redis, where they
+        # live in a group's pending entries rather than in the stream.
+        return {k: copy.deepcopy(v) for k, v in vars(store).items() if k != "_acked"}
+
+    async def pending_command(self, store: EventStore, stream: str, group: str) -> str:
+        self.delivered = getattr(self, "delivered", 0) + 1
+        return f"1712345-{self.delivered}"
+
+    async def acknowledged(self, store: EventStore, stream: str, group: str, entry_id: str) -> bool:
+        assert isinstance(store, MemoryEventStore)
+        return entry_id in store.acked(stream, group)
 
 
 async def redis_snapshot(store: EventStore) -> dict[bytes, Any]:
@@ -60,6 +73,35 @@ class RedisStoreContract(EventStoreContract):
 
     async def snapshot(self, store: EventStore) -> Any:
         return await redis_snapshot(store)
+
+    async def pending_command(self, store: EventStore, stream: str, group: str) -> str:
+        assert isinstance(store, RedisEventStore)
+        client = store.client
+        with contextlib.suppress(ResponseError):  # BUSYGROUP: made by an earlier call
+            await client.xgroup_create(stream, group, id="0", mkstream=True)
+        entry_id = await client.xadd(stream, {"__data__": b"command"})
+        reply = await client.xreadgroup(group, "consumer", {stream: ">"}, count=1)
+        [[_, [(delivered, _)]]] = reply
+        assert delivered == entry_id
+        return entry_id.decode()
+
+    async def acknowledged(self, store: EventStore, stream: str, group: str, entry_id: str) -> bool:
+        assert isinstance(store, RedisEventStore)
+        pending = await store.client.xpending_range(stream, group, "-", "+", 1000)
+        return entry_id.encode() not in {p["message_id"] for p in pending}
+
+    async def test_a_wrong_typed_ack_stream_fails_the_append_before_any_write(
+        self, store: EventStore
+    ) -> None:
+        assert isinstance(store, RedisEventStore)
+        not_a_stream = f"{self.commands(store, 'm1')}:string"
+        await store.client.set(not_a_stream, b"x")
+        before = await self.snapshot(store)
+
+        with pytest.raises(ResponseError, match="WRONGTYPE"):
+            await store.append("m1", events("a"), 0, "c1", ack=Ack(not_a_stream, "g", "1-0"))
+
+        assert await self.snapshot(store) == before
 
     async def test_match_stream_entry_ids_are_the_versions(self, store: EventStore) -> None:
         assert isinstance(store, RedisEventStore)
