@@ -17,7 +17,6 @@ from engine.state import MatchState
 from events.codec import JSON
 from services.client import ServiceClient
 from services.config import Settings
-from services.render import score_line
 from services.store import open_store
 from services.store.base import EventStore
 
@@ -99,23 +98,34 @@ async def play_series(
 
 
 def report(console: Console, tracked: list[Tracked], elapsed: float) -> None:
-    """The results table and how to replay a match."""
+    """The results table, wins by strategy, and how to replay a match."""
     table = Table(title="Results")
-    for column in ("match", "game", "seats", "rounds", "final score", "winner"):
+    for column in ("match", "game", "seats", "rounds", "score", "winner"):
         table.add_column(column)
+    wins: dict[str, list[int]] = {}
     for t in tracked:
         s = t.state
         assert s is not None and s.result is not None
-        seats = ", ".join(s.players)
-        winner = f"side {s.result.winner}" + (
-            f" ({s.players[s.result.winner]}"
-            + (f" & {s.players[s.result.winner + 2]}" if s.rules.partners else "")
-            + ")"
+        side = s.result.winner
+        winners = [p for seat, p in enumerate(s.players) if s.rules.side_of(seat) == side]
+        for seat, name in enumerate(s.players):
+            row = wins.setdefault(name, [0, 0])
+            row[0] += s.rules.side_of(seat) == side
+            row[1] += 1
+        table.add_row(
+            t.match_id,
+            t.title,
+            " ".join(s.players),
+            str(s.round),
+            " : ".join(str(x) for x in s.scores),
+            " & ".join(winners),
         )
-        table.add_row(t.match_id, t.title, seats, str(s.round), score_line(s, s.scores), winner)
     console.print(table)
     moves = sum(t.moves for t in tracked)
     console.print(f"{len(tracked)} matches, {moves} moves in {elapsed:.1f} s.")
+    console.print(
+        "Seats won: " + ", ".join(f"{name} {w} of {n}" for name, (w, n) in sorted(wins.items()))
+    )
     example = tracked[0].match_id
     console.print("Replay a match event by event (the log stays in .domino/):")
     console.print(f"  .venv/bin/domino replay {example}")
