@@ -37,6 +37,7 @@ from events.model import (
 from events.wire import Rejected, TurnMessage
 from services.config import Settings
 from services.dealer import deal
+from services.leases import PartitionLeases
 from services.store.base import (
     AppendRequest,
     ConcurrencyError,
@@ -45,7 +46,7 @@ from services.store.base import (
     Schedule,
 )
 from services.store.redis import RedisEventStore
-from services.streams import Entry, GroupReader
+from services.streams import Entry, GroupReader, ensure_groups
 from services.topology import Topology
 
 log = structlog.get_logger()
@@ -114,9 +115,11 @@ class Referee:
         self.name = name
         self.rng = rng or random.SystemRandom()
         self.cache = MatchCache()
+        self.leases = PartitionLeases(redis, self.topo, name, settings.lease_ms)
+        self.owned: list[int] = []
         self.reader = GroupReader(
             redis,
-            [self.topo.commands(p) for p in range(settings.partitions)],
+            [],  # the commands of the partitions this referee holds, set by _own()
             GROUP,
             name,
             count=settings.batch,
@@ -147,22 +150,45 @@ class Referee:
     # -- loops ---------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Serve until ``stop()``: commands, reclaimed work and deadlines."""
-        await self.reader.start()
+        """Serve until ``stop()``: commands, reclaimed work and deadlines of the partitions
+        this referee holds."""
+        everything = [self.topo.commands(p) for p in range(self.settings.partitions)]
+        await ensure_groups(self.redis, everything, GROUP)
+        await self._own()
         await self._handle_entries(await self.reader.read(pending=True))  # our own, after a crash
         tasks = [
             asyncio.create_task(self._command_loop(), name="commands"),
             asyncio.create_task(self._reclaim_loop(), name="reclaim"),
             asyncio.create_task(self._deadline_loop(), name="deadlines"),
+            asyncio.create_task(self._lease_loop(), name="leases"),
         ]
-        log.info("referee started", consumer=self.name, partitions=self.settings.partitions)
+        log.info("referee started", consumer=self.name, partitions=self.owned)
         try:
             await self._stopping.wait()
         finally:
             for t in tasks:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            await self.leases.release_all()
             log.info("referee stopped", consumer=self.name, commands=self.handled)
+
+    async def _own(self) -> None:
+        """Renew and rebalance the partition leases; read only the partitions held."""
+        owned = sorted(await self.leases.refresh())
+        if owned != self.owned:
+            log.info("partitions held", consumer=self.name, partitions=owned)
+            self.owned = owned
+            self.reader.streams = [self.topo.commands(p) for p in owned]
+
+    async def _lease_loop(self) -> None:
+        while not self._stopping.is_set():
+            await asyncio.sleep(self.settings.lease_ms / 4000)
+            try:
+                await self._own()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("lease renewal failed")
 
     def stop(self) -> None:
         """Ask ``run`` to return after the batch in hand."""
@@ -217,7 +243,7 @@ class Referee:
         """Time out every turn whose deadline has passed (TimeOutTurn); return how many."""
         now_ms = int(time.time() * 1000)
         work: list[Work] = []
-        for p in range(self.settings.partitions):
+        for p in self.owned:
             key = self.topo.deadlines(p)
             due = await self.redis.zrangebyscore(key, 0, now_ms, start=0, num=200)
             for raw in due:

@@ -10,6 +10,7 @@ and publishing.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -74,6 +75,9 @@ class GroupReader:
     async def read(self, pending: bool = False) -> list[Entry]:
         """The next batch of new entries across all streams (this consumer's own pending
         entries instead, with ``pending``, as after a restart)."""
+        if not self.streams:  # nothing to read from (yet): wait as a blocking read would
+            await asyncio.sleep(self.block_ms / 1000)
+            return []
         start = "0" if pending else ">"
         reply = await self.redis.xreadgroup(
             self.group,
@@ -103,13 +107,13 @@ class GroupReader:
         stream, acknowledged and logged instead of being returned.
         """
         claimed: list[Entry] = []
-        for stream in self.streams:
+        for stream in list(self.streams):
             reply = await self.redis.xautoclaim(
                 stream,
                 self.group,
                 self.consumer,
                 min_idle_time=min_idle_ms,
-                start_id=self._claim_cursor[stream],
+                start_id=self._claim_cursor.get(stream, "0-0"),
                 count=self.count,
             )
             cursor, messages = reply[0], reply[1]

@@ -27,6 +27,7 @@ def settings(redis_url: str, key_prefix: str) -> Settings:
         prefix=key_prefix,
         partitions=4,
         claim_idle_ms=600,
+        lease_ms=1500,
         log_level="warning",
     )
 

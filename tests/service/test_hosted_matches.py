@@ -163,3 +163,32 @@ def test_no_turn_message_shows_a_tile_its_seat_may_not_see(
         decoded = msgspec.json.decode(raw)
         assert 'stock":[[' not in raw.decode()
         assert decoded["view"]["seat"] == turn.seat
+
+
+def test_two_referees_split_the_partitions_and_the_survivor_takes_over(
+    redis_url: str, settings: Settings
+) -> None:
+    """One writer per partition: leases give each referee half; a dead one's half moves."""
+
+    async def owners() -> list[bytes | None]:
+        redis = Redis.from_url(redis_url)
+        try:
+            keys = [f"{settings.prefix}:{{p{p}}}:owner" for p in range(settings.partitions)]
+            return list(await redis.mget(keys))
+        finally:
+            await redis.aclose()
+
+    with Stack(redis_url, settings, referees=2, pools={"random": 1, "greedy": 1}) as stack:
+        deadline = time.monotonic() + 10
+        while sorted(set(asyncio.run(owners())), key=str) != [b"referee-0", b"referee-1"]:
+            assert time.monotonic() < deadline, asyncio.run(owners())
+            time.sleep(0.1)
+        assert asyncio.run(owners()).count(b"referee-0") == settings.partitions // 2
+        specs = [(Rules.make("straight", players=2), ["greedy", "random"])] * 12
+        ids = create(redis_url, settings, specs)  # type: ignore[arg-type]
+        time.sleep(0.3)
+        stack.kill("referee-0", signal.SIGKILL)
+        logs = wait_until_over(redis_url, settings, ids, timeout=60)
+        assert set(asyncio.run(owners())) == {b"referee-1"}
+    for log in logs.values():
+        assert_clean(log)
