@@ -261,7 +261,7 @@ def _after_play(state: MatchState, seat: int, t: Tile, end: int | None) -> list[
         events.append(MatchEnded(winner=side, scores=tuple(scores), reason="target"))
     elif not hands[seat]:
         events.extend(_domino(state, hands, scores, seat))
-    elif not any(_can_play(board, h) for h in hands) and (not straight or not state.stock):
+    elif (not straight or not state.stock) and not _anyone_can_play(board, hands):
         events.extend(_blocked(state, hands, state.stock, scores))  # C10
     return events
 
@@ -271,7 +271,7 @@ def _after_draw(state: MatchState, seat: int, drawn: Tile) -> list[AnyEvent]:
     if len(state.stock) == 1:  # the boneyard is now empty: the round may be blocked (C10)
         hands = list(state.hands)
         hands[seat] = hands[seat] | {drawn}
-        if not any(_can_play(state.board, h) for h in hands):
+        if not _anyone_can_play(state.board, hands):
             events.extend(_blocked(state, hands, state.stock[1:], state.scores[:]))
     return events
 
@@ -281,6 +281,11 @@ def _can_play(board: Board, hand: Iterable[Tile]) -> bool:
         return True
     numbers = {n for n in board.numbers if n is not None}
     return any(a in numbers or b in numbers for a, b in hand)
+
+
+def _anyone_can_play(board: Board, hands: Iterable[Iterable[Tile]]) -> bool:
+    numbers = {n for n in board.numbers if n is not None}
+    return any(a in numbers or b in numbers for hand in hands for a, b in hand)
 
 
 def _counts(hands: list[set[Tile]]) -> list[int]:
@@ -438,8 +443,12 @@ def legal_moves(state: MatchState) -> list[Move]:
         if state.forced_lead is not None:
             return [PlayTile(seat=seat, tile=state.forced_lead)]
         return [PlayTile(seat=seat, tile=t) for t in hand]
+    open_ends = [(END_NAMES[i], n) for i, n in enumerate(board.numbers) if n is not None]
     plays: list[Move] = [
-        PlayTile(seat=seat, tile=t, end=END_NAMES[i]) for t in hand for i in board.ends_for(t)
+        PlayTile(seat=seat, tile=t, end=name)
+        for t in hand
+        for name, n in open_ends
+        if n == t[0] or n == t[1]
     ]
     if plays:
         return plays
