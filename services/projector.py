@@ -85,6 +85,7 @@ class Projector:
                         name,
                         p,
                         lambda entries, name=name, p=p: self._handle(name, p, entries),
+                        batch=2000,
                     )
                 except ProjectionConflict as e:
                     log.warning("projection moved by another writer; resuming", detail=str(e))
@@ -99,8 +100,9 @@ class Projector:
         self._forget()
         return await self.catch_up()
 
-    async def run(self, stop: asyncio.Event, interval: float = 0.05) -> None:
-        """Follow the logs until ``stop`` is set."""
+    async def run(self, stop: asyncio.Event, interval: float = 0.2) -> None:
+        """Follow the logs until ``stop`` is set, a batch every ``interval`` seconds (fewer,
+        larger batches write each live match's summary once per batch)."""
         while not stop.is_set():
             try:
                 await self.catch_up()
