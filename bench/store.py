@@ -3,7 +3,8 @@
 `store.append` is the store's full append (dedupe, version check, match stream, notification
 log, command id record) of one event; its baseline is a Lua script that only checks the
 version and XADDs the same event, measured in the same run. Variants alternate in short
-rounds so background load affects them alike.
+rounds so background load affects them alike. Both go through the services' client
+(`services.redis_client`, commands packed by hiredis), as the referee's appends do.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.typing import EncodableT, FieldT
 
+from services.redis_client import connect
 from services.redis_env import redis_server
 from services.store import AppendRequest, NewEvent, RedisEventStore
-from services.store.lua import LuaScript
+from services.store.lua import Call, LuaScript
 
 EVENT = NewEvent("tile_played", b'{"type":"tile_played","seat":1,"tile":[6,4],"end":"left"}' * 3)
 MATCHES = 100
@@ -59,7 +61,7 @@ def run() -> Iterator[dict[str, Any]]:
 
 
 async def _compare_appends(url: str, mode: str) -> tuple[float, float]:
-    client = Redis.from_url(url)
+    client = connect(url)
     store = RedisEventStore(client, prefix=f"bench-{mode}")
     match_ids = [f"match-{n}" for n in range(MATCHES)]
     versions = dict.fromkeys(match_ids, 0)
@@ -117,7 +119,7 @@ async def _compare_appends(url: str, mode: str) -> tuple[float, float]:
 
 
 async def _xadd(url: str, mode: str) -> float:
-    client = Redis.from_url(url)
+    client = connect(url)
     key = f"bench-xadd-{mode}"
     fields: dict[FieldT, EncodableT] = {"type": EVENT.type, "__data__": EVENT.data}
 
@@ -164,7 +166,7 @@ async def bare_append_rate(url: str, seconds: float = 2.0, prefix: str = "bench-
     try:
         start = time.perf_counter()
         while time.perf_counter() - start < seconds:
-            calls = [
+            calls: list[Call] = [
                 ([f"{prefix}:{{p0}}:m:{m}"], [versions[m], EVENT.type, EVENT.data])
                 for m in range(BATCH)
             ]
