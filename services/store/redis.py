@@ -27,6 +27,8 @@ from services.store.keys import DEFAULT_PARTITIONS, DEFAULT_PREFIX, Keys, check_
 from services.store.lua import Arg, Call, Client, LuaScript
 
 # Every check comes before the first write: a script is atomic but not rolled back on error.
+# The happy path makes four calls: XLEN (the version check), HSETNX (records the command id
+# and tells a duplicate at the same version) and the two XADDs of each event.
 APPEND = LuaScript(
     """
 -- KEYS: match stream, notification log, dedupe hash, the ack stream if there is an ack, then
@@ -35,25 +37,30 @@ APPEND = LuaScript(
 --       a (0 or 1), the ack's group and entry id if a = 1, n (type, data) pairs, m outbox
 --       payloads, then a (member, time) pair per schedule entry, an empty time meaning
 --       remove the member
-local a = tonumber(ARGV[6])
-local earlier = redis.call('HGET', KEYS[3], ARGV[3])
-if earlier then
-  if a == 1 then
+-- Reply: 0 when applied, {1, 'first:last'} for a duplicate, {2, actual version} on conflict
+local expected = tonumber(ARGV[2])
+local actual = redis.call('XLEN', KEYS[1])
+local acking = ARGV[6] == '1'
+if actual ~= expected then
+  local earlier = redis.call('HGET', KEYS[3], ARGV[3])
+  if not earlier then
+    return {2, actual}
+  end
+  if acking then
     redis.call('XACK', KEYS[4], ARGV[7], ARGV[8])
   end
   return {1, earlier}
 end
-local expected = tonumber(ARGV[2])
-local actual = redis.call('XLEN', KEYS[1])
-if actual ~= expected then
-  return {2, actual}
-end
--- The ack is the first write: a wrong-typed ack stream fails before anything is written.
-if a == 1 then
+-- The ack is the first write: a wrong-typed ack stream fails before anything is written. It
+-- also holds for a duplicate found by HSETNX below, which writes nothing else.
+if acking then
   redis.call('XACK', KEYS[4], ARGV[7], ARGV[8])
 end
-local n, m = tonumber(ARGV[4]), tonumber(ARGV[5])
-local e = 6 + 2 * a
+local n = tonumber(ARGV[4])
+if redis.call('HSETNX', KEYS[3], ARGV[3], (expected + 1) .. ':' .. (expected + n)) == 0 then
+  return {1, redis.call('HGET', KEYS[3], ARGV[3])}
+end
+local e = acking and 8 or 6
 for i = 1, n do
   local version = expected + i
   local event_type, data = ARGV[e + 2 * i - 1], ARGV[e + 2 * i]
@@ -62,21 +69,20 @@ for i = 1, n do
              'type', event_type, '__data__', data)
 end
 local j = e + 2 * n + 1
-local k = 4 + a
-for _ = 1, m do
+local k = acking and 5 or 4
+for _ = 1, tonumber(ARGV[5]) do
   redis.call('XADD', KEYS[k], '*', '__data__', ARGV[j])
   j, k = j + 1, k + 1
 end
-for k2 = k, #KEYS do
+for s = k, #KEYS do
   if ARGV[j + 1] == '' then
-    redis.call('ZREM', KEYS[k2], ARGV[j])
+    redis.call('ZREM', KEYS[s], ARGV[j])
   else
-    redis.call('ZADD', KEYS[k2], ARGV[j + 1], ARGV[j])
+    redis.call('ZADD', KEYS[s], ARGV[j + 1], ARGV[j])
   end
   j = j + 2
 end
-redis.call('HSET', KEYS[3], ARGV[3], (expected + 1) .. ':' .. (expected + n))
-return {0}
+return 0
 """
 )
 
@@ -245,12 +251,13 @@ def _after(position: str) -> str:
 def _result(
     reply: Any, match_id: str, expected_version: int, count: int
 ) -> AppendResult | ConcurrencyError:
-    status = reply[0]
-    if status == _OK:
+    if reply == _OK:
         return AppendResult(expected_version + 1, expected_version + count)
-    if status == _DUPLICATE:
-        first, last = reply[1].split(b":")
-        return AppendResult(int(first), int(last), duplicate=True)
-    if status == _CONFLICT:
-        return ConcurrencyError(match_id, expected_version, int(reply[1]))
+    if isinstance(reply, list) and len(reply) == 2:
+        status, value = reply
+        if status == _DUPLICATE:
+            first, last = value.split(b":")
+            return AppendResult(int(first), int(last), duplicate=True)
+        if status == _CONFLICT:
+            return ConcurrencyError(match_id, expected_version, int(value))
     raise StoreError(f"unexpected reply from the append script: {reply!r}")

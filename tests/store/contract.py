@@ -155,9 +155,11 @@ class EventStoreContract:
         again = await store.append("m1", events("a", "b"), 0, "c1", outbox, schedule)
         unschedule = [Schedule(self.deadlines(store, "m1"), "m1", None)]
         stale_and_different = await store.append("m1", events("x"), 7, "c2", outbox, unschedule)
+        at_the_current_version = await store.append("m1", events("y"), 3, "c1", outbox)
 
         assert again == AppendResult(1, 2, duplicate=True)
         assert stale_and_different == AppendResult(3, 3, duplicate=True)
+        assert at_the_current_version == AppendResult(1, 2, duplicate=True)
         assert await self.snapshot(store) == before
 
     async def test_command_ids_are_remembered_per_match(self, store: EventStore) -> None:
@@ -422,21 +424,21 @@ class EventStoreContract:
         stream = self.commands(store, "m1")
         outbox = [OutboxEntry(self.turns(store, "m1"), b"turn")]
         await store.append("m1", events("a", "b"), 0, "c1", outbox)
-        first = await self.pending_command(store, stream, "referee")
-        again = await self.pending_command(store, stream, "referee")
+        ids = [await self.pending_command(store, stream, "referee") for _ in range(3)]
+        acks = [Ack(stream, "referee", entry_id) for entry_id in ids]
         before = await self.snapshot(store)
 
-        # Redelivered at the same version, and resent after the match moved on.
-        same = await store.append(
-            "m1", events("a", "b"), 0, "c1", outbox, ack=Ack(stream, "referee", first)
-        )
-        stale = await store.append(
-            "m1", events("a", "b"), 0, "c1", outbox, ack=Ack(stream, "referee", again)
-        )
+        # Redelivered as it was, resent with the match's current version, and sent with no
+        # events at all: the command id decides, whatever the version says.
+        results = [
+            await store.append("m1", events("a", "b"), 0, "c1", outbox, ack=acks[0]),
+            await store.append("m1", events("a", "b"), 2, "c1", outbox, ack=acks[1]),
+            await store.append("m1", [], 2, "c1", ack=acks[2]),
+        ]
 
-        assert same == stale == AppendResult(1, 2, duplicate=True)
-        assert await self.acknowledged(store, stream, "referee", first)
-        assert await self.acknowledged(store, stream, "referee", again)
+        assert results == [AppendResult(1, 2, duplicate=True)] * 3
+        for entry_id in ids:
+            assert await self.acknowledged(store, stream, "referee", entry_id)
         assert await self.snapshot(store) == before
 
     async def test_a_conflict_acknowledges_nothing(self, store: EventStore) -> None:
