@@ -1,0 +1,183 @@
+"""Ratings by player name: teams for partners, rated in the order matches ended, and the same
+table whether the projection followed the log live or was rebuilt from it."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+
+import pytest
+from redis.asyncio import Redis
+
+from engine.rules import Rules
+from events.codec import JSON
+from events.model import MatchCreated, MatchEnded
+from services.client import ServiceClient
+from services.config import Settings
+from services.ratings import (
+    MatchResult,
+    Rating,
+    RatingsProjector,
+    rate,
+    ratings_table,
+    read_results,
+    result_of,
+)
+from services.store.projection import RedisCheckpoints
+from services.store.redis import RedisEventStore
+from services.supervisor import Stack
+
+pytestmark = pytest.mark.service
+
+
+def result(
+    match_id: str,
+    ended: float,
+    players: tuple[str, ...],
+    winner: int,
+    scores: tuple[int, ...],
+    partners: bool = False,
+) -> MatchResult:
+    rules = Rules.make("express", players=len(players), partners=partners)
+    return MatchResult(
+        match_id=match_id,
+        ended=ended,
+        family="express",
+        players=players,
+        sides=tuple(rules.side_of(k) for k in range(len(players))),
+        winner=winner,
+        scores=scores,
+    )
+
+
+def by_id(r: MatchResult) -> str:
+    return r.match_id
+
+
+def test_partners_are_rated_as_one_team() -> None:
+    """Both players of the winning pair gain the same; both of the losing pair lose it (C3)."""
+    table = {r.name: r for r in rate([result("m1", 1.0, ("a", "b", "c", "d"), 0, (100, 40), True)])}
+    assert table["a"].mu == table["c"].mu > 25 > table["b"].mu == table["d"].mu
+    assert all(r.rated == 1 for r in table.values())
+    assert table["a"].won == table["c"].won == 1 and table["b"].won == 0
+
+
+def test_a_bot_partnered_with_itself_is_one_name_on_one_team() -> None:
+    table = {
+        r.name: r for r in rate([result("m1", 1.0, ("search", "greedy") * 2, 0, (100, 40), True)])
+    }
+    assert table["search"].rated == 1 and table["search"].won == 1
+    assert table["search"].mu > table["greedy"].mu
+
+
+def test_a_name_on_two_sides_leaves_the_match_unrated() -> None:
+    assert rate([result("m1", 1.0, ("greedy", "greedy"), 0, (100, 40))]) == []
+
+
+def test_sides_are_ranked_by_the_winner_then_the_scores() -> None:
+    three = result("m1", 1.0, ("a", "b", "c"), 2, (30, 50, 100))
+    table = {r.name: r for r in rate([three])}
+    assert table["c"].mu > table["b"].mu > table["a"].mu
+
+
+def test_ratings_follow_the_order_matches_ended_in() -> None:
+    """The same results in any order of arrival give the same table; ended in another order,
+    another table."""
+    results = [
+        result(f"m{k}", float(k), ("a", "b"), int(k < 6), (100 * (k >= 6), 100 * (k < 6)))
+        for k in range(12)
+    ]
+    assert rate(results) == rate(list(reversed(results)))
+    later = [result(r.match_id, r.ended + 100, r.players, r.winner, r.scores) for r in results[:6]]
+    assert rate(results) != rate([*results[6:], *later])
+
+
+async def _play_and_follow(
+    url: str, settings: Settings
+) -> tuple[list[MatchResult], list[Rating], list[str]]:
+    """Play matches through the service while a ratings projection follows the log live."""
+    redis = Redis.from_url(url)
+    store = RedisEventStore(redis, partitions=settings.partitions, prefix=settings.prefix)
+    checkpoints = RedisCheckpoints(redis, partitions=settings.partitions, prefix=settings.prefix)
+    projector = RatingsProjector(store, checkpoints)
+    stop = asyncio.Event()
+    follower = asyncio.create_task(projector.run(stop, interval=0.05))
+    client = ServiceClient(redis, settings, sender="ratings-test")
+    specs: list[tuple[Rules, tuple[str, ...]]] = [
+        (Rules.make("express", target=60), ("greedy", "random", "greedy", "random")),
+        (Rules.make("straight", players=2, target=100), ("random", "greedy")),
+        (Rules.make("express", players=3, target=60), ("greedy", "random", "random")),
+    ] * 3
+    ids = [await client.create_match(rules, seats, names=seats) for rules, seats in specs]
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            last = [await store.read(m, await store.version(m)) for m in ids]
+            if all(r and r[-1].type == "match_ended" for r in last):
+                break
+            assert time.monotonic() < deadline, "the matches did not finish"
+            await asyncio.sleep(0.1)
+        deadline = time.monotonic() + 10
+        while len(await read_results(redis, projector)) < len(ids):
+            assert time.monotonic() < deadline, "the live ratings did not catch up"
+            await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        await follower
+    live = await read_results(redis, projector)
+    live_table = await ratings_table(redis, projector)
+    # the results straight from each match's first and last events
+    expected = []
+    for match_id in ids:
+        records = await store.read(match_id)
+        first = JSON.decode_envelope(records[0].data).event
+        last = JSON.decode_envelope(records[-1].data)
+        assert isinstance(first, MatchCreated) and isinstance(last.event, MatchEnded)
+        expected.append(result_of(match_id, first, last.event, last.ts))
+    assert sorted(live, key=by_id) == sorted(expected, key=by_id)
+    await redis.aclose()
+    return live, list(live_table), ids
+
+
+async def _rebuilt(url: str, settings: Settings) -> tuple[list[MatchResult], list[Rating]]:
+    redis = Redis.from_url(url)
+    try:
+        store = RedisEventStore(redis, partitions=settings.partitions, prefix=settings.prefix)
+        checkpoints = RedisCheckpoints(
+            redis, partitions=settings.partitions, prefix=settings.prefix
+        )
+        projector = RatingsProjector(store, checkpoints)
+        await projector.rebuild()
+        return await read_results(redis, projector), list(await ratings_table(redis, projector))
+    finally:
+        await redis.aclose()
+
+
+def test_ratings_rebuilt_from_the_log_equal_the_live_projection(
+    redis_url: str, settings: Settings
+) -> None:
+    """Matches of three kinds through the service, rated live; then rebuilt from the log, and
+    by ``domino ratings --rebuild``: the same results, the same table."""
+    with Stack(redis_url, settings, pools={"random": 1, "greedy": 1}, projector=False):
+        live, live_table, ids = asyncio.run(_play_and_follow(redis_url, settings))
+    assert {r.name for r in live_table} == {"greedy", "random"}
+    rebuilt, rebuilt_table = asyncio.run(_rebuilt(redis_url, settings))
+    assert sorted(rebuilt, key=by_id) == sorted(live, key=by_id)
+    assert rebuilt_table == live_table
+    env = Stack(redis_url, settings).env()
+    done = subprocess.run(
+        [sys.executable, "-m", "services.cli", "ratings", "--rebuild"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "greedy" in done.stdout and "random" in done.stdout
+    for row in live_table:
+        assert f"{row.mu:.2f}" in done.stdout
+    assert asyncio.run(_rebuilt(redis_url, settings)) == (rebuilt, rebuilt_table)
+    assert len(ids) == 9
