@@ -1,0 +1,224 @@
+"""``domino tournament`` and ``domino ratings``: house bots measured against each other.
+
+``domino tournament --rules express --partners --matches 200 --seats search,greedy,search,greedy``
+starts the service (Redis unless ``REDIS_URL``, a referee, a pool of bot workers per strategy,
+the projector), plays the matches through it with a progress bar, turning the seats between
+matches (see :mod:`services.tournament`), and prints the standings and the ratings.
+``domino ratings`` brings the ratings projection up to date and prints the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from engine.rules import Rules
+from engine.strategy import STRATEGIES
+from services.cli import CliError, _rules_args, rules_from
+from services.client import ServiceClient
+from services.config import ConfigError, Settings
+from services.ratings import RatingsProjector, ratings_table
+from services.runtime import DEFAULT_DATA_DIR, redis_url
+from services.store import connect, open_store
+from services.store.projection import RedisCheckpoints
+from services.supervisor import Stack
+from services.tournament import Played, play_matches, seatings, standings
+
+BUDGET_ENV = "DOMINO_SEARCH_BUDGET_MS"
+"""The environment variable the bot workers read search's time per move from (ms)."""
+
+DEFAULT_BUDGET_MS = 20.0
+
+
+def register(sub: Any) -> None:
+    """Add ``tournament`` and ``ratings`` to the ``domino`` command's subcommands."""
+    p = sub.add_parser("tournament", help="play house bots against each other, with standings")
+    _rules_args(p)
+    p.add_argument(
+        "--seats", default="search,greedy", help="strategy by seat, comma-separated (repeated)"
+    )
+    p.add_argument("--matches", type=int, default=100)
+    p.add_argument("--workers", type=int, default=None, help="workers per strategy (CPUs)")
+    p.add_argument("--parallel", type=int, default=8, help="matches in play at once")
+    p.add_argument(
+        "--budget-ms", type=float, default=None, help=f"search's time per move ({BUDGET_ENV})"
+    )
+    p.add_argument("--timeout", type=float, default=3600.0, help="give up after this many s")
+    p.set_defaults(func=cmd_tournament)
+
+    p = sub.add_parser("ratings", help="ratings by player name over every finished match")
+    p.add_argument("--rebuild", action="store_true", help="refold them from the whole log first")
+    p.set_defaults(func=cmd_ratings)
+
+
+def _settings() -> Settings:
+    try:
+        return Settings.from_env()
+    except ConfigError as e:
+        raise CliError(str(e)) from None
+
+
+def lineup_of(spec: str, players: int) -> list[str]:
+    """The strategy by seat named by ``--seats``, repeated to fill the seats; raise CliError
+    for a strategy the bot workers do not know."""
+    names = [n.strip() for n in spec.split(",") if n.strip()]
+    if not names:
+        raise CliError("name at least one strategy with --seats")
+    for name in names:
+        if name not in STRATEGIES:
+            raise CliError(
+                f"unknown strategy {name!r}: choose from {', '.join(sorted(STRATEGIES))}"
+            )
+    return (names * players)[:players]
+
+
+def cmd_tournament(args: argparse.Namespace) -> int:
+    """Play ``--matches`` matches of the line-up through the service; print the standings."""
+    rules = rules_from(args)
+    lineup = lineup_of(args.seats, rules.players)
+    if args.matches < 1 or args.parallel < 1:
+        raise CliError("--matches and --parallel must be at least 1")
+    if args.budget_ms is not None:
+        if args.budget_ms <= 0:
+            raise CliError("--budget-ms must be positive")
+        os.environ[BUDGET_ENV] = f"{args.budget_ms:g}"  # the bot workers inherit it
+    budget = os.environ.get(BUDGET_ENV) or f"{DEFAULT_BUDGET_MS:g}"
+    settings = _settings()
+    workers = args.workers or max(1, os.cpu_count() or 1)
+    pools = {name: workers for name in dict.fromkeys(lineup)}
+    console = Console()
+    console.print(
+        f"{args.matches} matches of {_title(rules)}, seats {','.join(lineup)} turned each match; "
+        f"search thinks {budget} ms a move; {workers} worker(s) per strategy"
+    )
+    with redis_url(settings) as url:
+        log_dir = Path(settings.data_dir or DEFAULT_DATA_DIR).resolve().parent / "logs"
+        with Stack(url, settings, pools=pools, log_dir=log_dir) as stack:
+            start = time.monotonic()
+            results = asyncio.run(_play(url, settings, rules, lineup, args, console, stack))
+            elapsed = time.monotonic() - start
+        print_standings(console, results)
+        console.print(
+            f"{len(results)} matches, {sum(r.rounds for r in results)} rounds, "
+            f"{sum(r.moves for r in results)} moves in {elapsed:.0f} s (logs in {log_dir})"
+        )
+        asyncio.run(_ratings(url, settings, console, rebuild=False))
+    return 0
+
+
+def _title(rules: Rules) -> str:
+    pairs = ", partners" if rules.partners else ""
+    return f"{rules.family} ({rules.players} players{pairs}, to {rules.target})"
+
+
+async def _play(
+    url: str,
+    settings: Settings,
+    rules: Rules,
+    lineup: list[str],
+    args: argparse.Namespace,
+    console: Console,
+    stack: Stack,
+) -> list[Played]:
+    redis = await connect(url, cluster=settings.cluster or "auto")
+    store = await open_store(
+        url,
+        cluster=settings.cluster or "auto",
+        partitions=settings.partitions,
+        prefix=settings.prefix,
+    )
+    client = ServiceClient(redis, settings, sender="tournament")  # type: ignore[arg-type]
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[moves]} moves"),
+        TimeElapsedColumn(),
+    )
+    try:
+        with Progress(*columns, console=console) as progress:
+            task = progress.add_task("matches", total=args.matches, moves=0)
+
+            def show(finished: int, created: int, moves: int) -> None:
+                dead = stack.check()
+                if dead:
+                    raise CliError(f"{', '.join(dead)} exited; see the logs")
+                progress.update(task, completed=finished, moves=moves)
+
+            return await play_matches(
+                client,
+                store,
+                rules,
+                seatings(lineup, args.matches),
+                parallel=args.parallel,
+                on_progress=show,
+                timeout=args.timeout,
+            )
+    except TimeoutError as e:
+        raise CliError(str(e)) from None
+    finally:
+        await store.aclose()
+        await redis.aclose()
+
+
+def print_standings(console: Console, results: list[Played]) -> None:
+    """The standings table: wins, points for and against, the win rate's 95% interval."""
+    table = Table(title="Standings")
+    for column in ("strategy", "played", "won", "win rate", "95% interval", "for", "against"):
+        table.add_column(column, justify="left" if column == "strategy" else "right")
+    for row in standings(results):
+        lo, hi = row.interval
+        table.add_row(
+            row.name,
+            str(row.played),
+            str(row.won),
+            f"{row.rate:.1%}",
+            f"{lo:.1%} – {hi:.1%}",
+            str(row.points_for),
+            str(row.points_against),
+        )
+    console.print(table)
+
+
+def cmd_ratings(args: argparse.Namespace) -> int:
+    """Bring the ratings projection up to date (or rebuild it) and print the table."""
+    settings = _settings()
+    with redis_url(settings) as url:
+        asyncio.run(_ratings(url, settings, Console(), rebuild=args.rebuild))
+    return 0
+
+
+async def _ratings(url: str, settings: Settings, console: Console, *, rebuild: bool) -> None:
+    redis = await connect(url, cluster=settings.cluster or "auto")
+    store = await open_store(
+        url,
+        cluster=settings.cluster or "auto",
+        partitions=settings.partitions,
+        prefix=settings.prefix,
+    )
+    try:
+        checkpoints = RedisCheckpoints(
+            redis, partitions=settings.partitions, prefix=settings.prefix
+        )
+        projector = RatingsProjector(store, checkpoints)
+        await (projector.rebuild() if rebuild else projector.catch_up())
+        rows = await ratings_table(redis, projector)  # type: ignore[arg-type]
+    finally:
+        await store.aclose()
+        await redis.aclose()
+    table = Table(title="Ratings (openskill Plackett-Luce; rank by mu - 3 sigma)")
+    for column in ("player", "rating", "mu", "sigma", "matches", "won"):
+        table.add_column(column, justify="left" if column == "player" else "right")
+    for r in rows:
+        table.add_row(
+            r.name, f"{r.ordinal:.2f}", f"{r.mu:.2f}", f"{r.sigma:.2f}", str(r.rated), str(r.won)
+        )
+    console.print(table if rows else "no finished matches to rate yet")
