@@ -23,7 +23,7 @@ from services.store.base import (
     StoreError,
     StreamEntry,
 )
-from services.store.keys import DEFAULT_PARTITIONS, DEFAULT_PREFIX, Keys, check_append
+from services.store.keys import DEFAULT_PARTITIONS, DEFAULT_PREFIX, Keys, check_request
 from services.store.lua import Arg, Call, Client, LuaScript
 
 # Every check comes before the first write: a script is atomic but not rolled back on error.
@@ -87,6 +87,8 @@ return 0
 )
 
 _OK, _DUPLICATE, _CONFLICT = 0, 1, 2
+_KNOWN_MATCHES = 10_000
+"""How many matches' validated ids and keys a store remembers (all are forgotten at once)."""
 
 
 class RedisEventStore(EventStore):
@@ -101,6 +103,7 @@ class RedisEventStore(EventStore):
     ) -> None:
         self.client = client
         self.keys = Keys(prefix, partitions)
+        self._known: dict[str, tuple[int, str, str, str]] = {}
 
     async def append(
         self,
@@ -156,11 +159,14 @@ class RedisEventStore(EventStore):
         schedule: Sequence[Schedule],
         ack: Ack | None,
     ) -> Call:
-        partition = check_append(
-            self.keys, match_id, expected_version, command_id, outbox, schedule, ack
+        known = self._known.get(match_id) if type(match_id) is str else None
+        if known is None:
+            known = self._learn(match_id)
+        partition, match_key, log_key, dedupe_key = known
+        check_request(
+            self.keys, partition, match_id, expected_version, command_id, outbox, schedule, ack
         )
-        tag = f"{self.keys.prefix}:{{p{partition}}}"
-        keys = [f"{tag}:m:{match_id}", f"{tag}:log", f"{tag}:dedupe:{match_id}"]
+        keys = [match_key, log_key, dedupe_key]
         args: list[Arg] = [match_id, expected_version, command_id, len(events), len(outbox)]
         if ack is None:
             args.append(0)
@@ -168,16 +174,24 @@ class RedisEventStore(EventStore):
             keys.append(ack.stream)
             args += (1, ack.group, ack.id)
         for event in events:
-            args.append(event.type)
-            args.append(event.data)
+            args += (event.type, event.data)
         for entry in outbox:
             keys.append(entry.stream)
             args.append(entry.payload)
         for change in schedule:
             keys.append(change.key)
-            args.append(change.member)
-            args.append("" if change.at_ms is None else change.at_ms)
+            args += (change.member, "" if change.at_ms is None else change.at_ms)
         return keys, args
+
+    def _learn(self, match_id: str) -> tuple[int, str, str, str]:
+        """Validate a match id (InvalidMatchId) and remember its partition and keys."""
+        partition = self.keys.partition_of(match_id)
+        tag = f"{self.keys.prefix}:{{p{partition}}}"
+        known = partition, f"{tag}:m:{match_id}", f"{tag}:log", f"{tag}:dedupe:{match_id}"
+        if len(self._known) >= _KNOWN_MATCHES:
+            self._known.clear()
+        self._known[match_id] = known
+        return known
 
     async def read(
         self, match_id: str, from_version: int = 1, to_version: int | None = None

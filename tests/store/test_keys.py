@@ -6,7 +6,8 @@ import pytest
 from redis.asyncio.cluster import RedisCluster
 from redis.crc import key_slot
 
-from services.store.keys import Keys, partition_of, validate_match_id
+from services.store import Ack, InvalidAppend, OutboxEntry, Schedule
+from services.store.keys import Keys, check_append, partition_of, validate_match_id
 from tests.store.contract import BAD_MATCH_IDS
 
 pytestmark = pytest.mark.store
@@ -75,6 +76,21 @@ def test_an_outbox_stream_is_in_a_partition_only_through_its_hash_tag(
     assert keys.in_partition(key, 3) == inside
     if inside:
         assert slot(key) == slot(keys.log(3))
+    # The append's checks agree, asked twice (the second answer is remembered).
+    match_id = "match-1"
+    assert partition_of(match_id, 8) == 3
+    appends = [
+        ([OutboxEntry(key, b"x")], (), None),
+        ((), [Schedule(key, "m", 1)], None),
+        ((), (), Ack(key, "group", "1-0")),
+    ]
+    for _ in range(2):
+        for outbox, schedule, ack in appends:
+            if inside:
+                assert check_append(keys, match_id, 0, "c", outbox, schedule, ack) == 3
+            else:
+                with pytest.raises(InvalidAppend, match="outside partition 3"):
+                    check_append(keys, match_id, 0, "c", outbox, schedule, ack)
 
 
 @pytest.mark.parametrize("bad", BAD_MATCH_IDS)
