@@ -1,4 +1,4 @@
-"""Ratings by player name: every finished match, folded with a team-aware rating model.
+"""Ratings by player name in each game: every finished match, folded with a team-aware model.
 
 Ratings depend on the order matches are rated in, and the partitions' notification logs have no
 common order; a projection that updated ratings as each partition's log came in would give a
@@ -8,10 +8,12 @@ projections) — and the table is a pure fold of those results in the order the 
 (their ``match_ended`` time, the match id breaking ties). Live or rebuilt from the log, the
 results are the same set, and so is the table.
 
-The model is openskill's Plackett-Luce: each side is a team (partners, C3, are one team of two
-players), sides are ranked by the match (the winner first, then by final score), and every
-player of a team gets the update of the team's result. A name seated on more than one side of a
-match (a bot against itself) leaves that match unrated: it says nothing about that name.
+Express and Straight are different games — a bot can be strong at one and weak at the other —
+so a name has one rating per family. The model is openskill's Plackett-Luce with its defaults:
+each side is a team (partners, C3, are one team of two players), sides are ranked by the match
+(the winner first, then by final score), and every player of a team gets the update of the
+team's result. A name seated on more than one side of a match (a bot against itself) leaves
+that match unrated: it says nothing about that name.
 """
 
 from __future__ import annotations
@@ -50,8 +52,9 @@ class MatchResult(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Rating(msgspec.Struct, frozen=True, kw_only=True):
-    """One name's line of the table: the model's estimate and what it is based on."""
+    """One name's line of a family's table: the model's estimate and what it is based on."""
 
+    family: str
     name: str
     mu: float
     sigma: float
@@ -90,46 +93,49 @@ def ranks_of(result: MatchResult) -> list[int]:
 
 
 def rate(results: Iterable[MatchResult], model: PlackettLuce | None = None) -> list[Rating]:
-    """The table after rating ``results`` in the order the matches ended, best first."""
+    """The tables after rating ``results`` in the order the matches ended: by family, best
+    first."""
     model = model or PlackettLuce()
-    ratings: dict[str, PlackettLuceRating] = {}
-    rated: dict[str, int] = {}
-    won: dict[str, int] = {}
+    Key = tuple[str, str]  # (family, name)
+    ratings: dict[Key, PlackettLuceRating] = {}
+    rated: dict[Key, int] = {}
+    won: dict[Key, int] = {}
     for result in sorted(results, key=lambda r: (r.ended, r.match_id)):
-        teams: list[list[str]] = [[] for _ in result.scores]
+        teams: list[list[Key]] = [[] for _ in result.scores]
         for name, side in zip(result.players, result.sides, strict=True):
-            teams[side].append(name)
-        sides_of: dict[str, set[int]] = {}
+            teams[side].append((result.family, name))
+        sides_of: dict[Key, set[int]] = {}
         for side, team in enumerate(teams):
-            for name in team:
-                sides_of.setdefault(name, set()).add(side)
+            for key in team:
+                sides_of.setdefault(key, set()).add(side)
         if any(len(s) > 1 for s in sides_of.values()):
             continue  # a name on two sides: the match says nothing about it
-        for name in sides_of:
-            if name not in ratings:
-                ratings[name] = model.rating(name=name)
-                rated[name] = won[name] = 0
+        for key in sides_of:
+            if key not in ratings:
+                ratings[key] = model.rating(name=key[1])
+                rated[key] = won[key] = 0
         # a partner with the same name appears twice in its team: both get the same update
         ranks = [float(r) for r in ranks_of(result)]
-        new = model.rate([[ratings[n] for n in team] for team in teams], ranks=ranks)
+        new = model.rate([[ratings[k] for k in team] for team in teams], ranks=ranks)
         for side, team in enumerate(teams):
-            for name, rating in zip(team, new[side], strict=True):
-                ratings[name] = rating
-        for name, (side,) in sides_of.items():
-            rated[name] += 1
-            won[name] += side == result.winner
+            for key, rating in zip(team, new[side], strict=True):
+                ratings[key] = rating
+        for key, (side,) in sides_of.items():
+            rated[key] += 1
+            won[key] += side == result.winner
     table = [
         Rating(
-            name=name,
+            family=key[0],
+            name=key[1],
             mu=r.mu,
             sigma=r.sigma,
             ordinal=r.ordinal(),
-            rated=rated[name],
-            won=won[name],
+            rated=rated[key],
+            won=won[key],
         )
-        for name, r in ratings.items()
+        for key, r in ratings.items()
     ]
-    return sorted(table, key=lambda row: (-row.ordinal, row.name))
+    return sorted(table, key=lambda row: (row.family, -row.ordinal, row.name))
 
 
 class RatingsProjector:

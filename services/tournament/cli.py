@@ -55,6 +55,7 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_tournament)
 
     p = sub.add_parser("ratings", help="ratings by player name over every finished match")
+    p.add_argument("--rules", choices=("express", "straight"), help="one game's table only")
     p.add_argument("--rebuild", action="store_true", help="refold them from the whole log first")
     p.set_defaults(func=cmd_ratings)
 
@@ -95,9 +96,10 @@ def cmd_tournament(args: argparse.Namespace) -> int:
     workers = args.workers or max(1, os.cpu_count() or 1)
     pools = {name: workers for name in dict.fromkeys(lineup)}
     console = Console()
+    thinks = f"search thinks {budget} ms a move; " if "search" in lineup else ""
     console.print(
         f"{args.matches} matches of {_title(rules)}, seats {','.join(lineup)} turned each match; "
-        f"search thinks {budget} ms a move; {workers} worker(s) per strategy"
+        f"{thinks}{workers} worker(s) per strategy"
     )
     with redis_url(settings) as url:
         log_dir = Path(settings.data_dir or DEFAULT_DATA_DIR).resolve().parent / "logs"
@@ -110,7 +112,7 @@ def cmd_tournament(args: argparse.Namespace) -> int:
             f"{len(results)} matches, {sum(r.rounds for r in results)} rounds, "
             f"{sum(r.moves for r in results)} moves in {elapsed:.0f} s (logs in {log_dir})"
         )
-        asyncio.run(_ratings(url, settings, console, rebuild=False))
+        asyncio.run(_ratings(url, settings, console, rebuild=False, family=rules.family))
     return 0
 
 
@@ -192,11 +194,13 @@ def cmd_ratings(args: argparse.Namespace) -> int:
     """Bring the ratings projection up to date (or rebuild it) and print the table."""
     settings = _settings()
     with redis_url(settings) as url:
-        asyncio.run(_ratings(url, settings, Console(), rebuild=args.rebuild))
+        asyncio.run(_ratings(url, settings, Console(), rebuild=args.rebuild, family=args.rules))
     return 0
 
 
-async def _ratings(url: str, settings: Settings, console: Console, *, rebuild: bool) -> None:
+async def _ratings(
+    url: str, settings: Settings, console: Console, *, rebuild: bool, family: str | None
+) -> None:
     redis = await connect(url, cluster=settings.cluster or "auto")
     store = await open_store(
         url,
@@ -214,11 +218,21 @@ async def _ratings(url: str, settings: Settings, console: Console, *, rebuild: b
     finally:
         await store.aclose()
         await redis.aclose()
-    table = Table(title="Ratings (openskill Plackett-Luce; rank by mu - 3 sigma)")
-    for column in ("player", "rating", "mu", "sigma", "matches", "won"):
-        table.add_column(column, justify="left" if column == "player" else "right")
-    for r in rows:
-        table.add_row(
-            r.name, f"{r.ordinal:.2f}", f"{r.mu:.2f}", f"{r.sigma:.2f}", str(r.rated), str(r.won)
-        )
-    console.print(table if rows else "no finished matches to rate yet")
+    families = sorted({r.family for r in rows if family in (None, r.family)})
+    if not families:
+        console.print("no finished matches to rate yet")
+    for game in families:
+        table = Table(title=f"Ratings, {game} (openskill Plackett-Luce; ranked by mu - 3 sigma)")
+        for column in ("player", "rating", "mu", "sigma", "matches", "won"):
+            table.add_column(column, justify="left" if column == "player" else "right")
+        for r in rows:
+            if r.family == game:
+                table.add_row(
+                    r.name,
+                    f"{r.ordinal:.2f}",
+                    f"{r.mu:.2f}",
+                    f"{r.sigma:.2f}",
+                    str(r.rated),
+                    str(r.won),
+                )
+        console.print(table)

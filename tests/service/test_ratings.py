@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import msgspec
 import pytest
 from redis.asyncio import Redis
 
@@ -74,6 +75,18 @@ def test_a_bot_partnered_with_itself_is_one_name_on_one_team() -> None:
 
 def test_a_name_on_two_sides_leaves_the_match_unrated() -> None:
     assert rate([result("m1", 1.0, ("greedy", "greedy"), 0, (100, 40))]) == []
+
+
+def test_a_name_has_one_rating_per_game() -> None:
+    """Winning at Express says nothing of Straight: each family has its own table."""
+    express = result("m1", 1.0, ("a", "b"), 0, (100, 20))
+    straight = msgspec.structs.replace(
+        result("m2", 2.0, ("a", "b"), 1, (30, 250)), family="straight"
+    )
+    table = {(r.family, r.name): r for r in rate([express, straight])}
+    assert table["express", "a"].mu > table["express", "b"].mu
+    assert table["straight", "b"].mu > table["straight", "a"].mu
+    assert table["express", "a"].mu == table["straight", "b"].mu
 
 
 def test_sides_are_ranked_by_the_winner_then_the_scores() -> None:
