@@ -39,6 +39,7 @@ from services.config import Settings
 from services.dealer import deal
 from services.leases import PartitionLeases
 from services.store.base import (
+    Ack,
     AppendRequest,
     ConcurrencyError,
     NewEvent,
@@ -63,6 +64,7 @@ class Work:
     arrived: float
     retry: bool = True  # a timeout that lost a race is dropped, not retried
     attempts: int = 0
+    acked: bool = False  # the append that applied it also acknowledged its entry
 
 
 @dataclass(slots=True)
@@ -273,7 +275,10 @@ class Referee:
             if env is not None:
                 work.append(Work(env, entry, now))
         await self.handle(work)
-        await self.reader.ack(entries)
+        # Applied commands were acknowledged by their own append; the rest (rejected,
+        # unreadable) are done now too.
+        done = {id(w.entry) for w in work if w.acked}
+        await self.reader.ack([e for e in entries if id(e) not in done])
 
     async def _decode(self, entry: Entry) -> CommandEnvelope | None:
         """The entry's command, or None after rejecting or dead-lettering it."""
@@ -341,6 +346,7 @@ class Referee:
                             ),
                         )
                     continue
+                p.work.acked = True
                 if result.duplicate:
                     self.cache.drop(match_id)  # nothing was written: the cache ran ahead
                     continue
@@ -408,6 +414,7 @@ class Referee:
                 view=view_for(state, seat),
             )
             outbox.append(OutboxEntry(self._turns(p, pool), JSON.encode(turn)))
+        entry = w.entry
         request = AppendRequest(
             match_id=match_id,
             events=new,
@@ -415,6 +422,7 @@ class Referee:
             command_id=env.command_id,
             outbox=outbox,
             schedule=self._schedule(p, match_id, state, deadline),
+            ack=None if entry is None else Ack(entry.stream, GROUP, entry.id.decode()),
         )
         return Pending(w, request, events)
 

@@ -67,6 +67,26 @@ def test_whole_matches_of_every_family_finish_through_the_service(
         assert state.result is not None
         assert max(state.scores) >= state.rules.target
         assert all(e.match_id == match_id for e in log)
+    time.sleep(0.3)  # the bots' last answers
+    assert asyncio.run(pending_entries(redis_url, settings)) == 0
+
+
+async def pending_entries(url: str, settings: Settings) -> int:
+    """Entries read but never acknowledged, over every command and turns stream."""
+    redis = Redis.from_url(url)
+    try:
+        total = 0
+        for p in range(settings.partitions):
+            for stream, group in (
+                (f"{settings.prefix}:{{p{p}}}:cmd", "referee"),
+                (f"{settings.prefix}:{{p{p}}}:turns:greedy", "bots-greedy"),
+                (f"{settings.prefix}:{{p{p}}}:turns:random", "bots-random"),
+            ):
+                if await redis.exists(stream):
+                    total += (await redis.xpending(stream, group))["pending"]
+        return total
+    finally:
+        await redis.aclose()
 
 
 def test_a_referee_killed_mid_match_and_restarted_finishes_every_match_cleanly(
