@@ -12,7 +12,7 @@ from engine.game import legal_moves
 from engine.rules import Rules
 from events.codec import JSON
 from events.envelope import CommandEnvelope
-from events.model import CreateMatch, PlayTile
+from events.model import CreateMatch, MatchEnded, PlayTile, Resign
 from events.wire import Rejected
 from services.client import ServiceClient
 from services.config import Settings
@@ -96,3 +96,31 @@ def test_bad_commands_are_rejected_with_a_reason_and_leave_the_log_unchanged(
 
     with Stack(redis_url, settings, pools={}, projector=False):
         asyncio.run(scenario())
+
+
+def test_a_resignation_through_the_service_ends_the_match_for_the_other_side(
+    redis_url: str, settings: Settings
+) -> None:
+    """Resign is a command like any other: the log ends with the round and the match."""
+
+    async def scenario() -> list[str]:
+        redis = Redis.from_url(redis_url)
+        client = ServiceClient(redis, settings, sender="resigner")
+        try:
+            match_id = await client.create_match(Rules.make("straight", players=2), [None, None])
+            await client.send(match_id, Resign(seat=1), "c-resign")
+            for _ in range(100):
+                log = await read_log(redis_url, settings, match_id)
+                if log and log[-1].event.__struct_config__.tag == "match_ended":
+                    break
+                await asyncio.sleep(0.05)
+            ended = log[-1].event
+            assert isinstance(ended, MatchEnded)
+            assert (ended.reason, ended.resigned, ended.winner) == ("resigned", 1, 0)
+            return [e.event.__struct_config__.tag for e in log]
+        finally:
+            await redis.aclose()
+
+    with Stack(redis_url, settings, pools={}, projector=False):
+        tags = asyncio.run(scenario())
+    assert tags == ["match_created", "round_started", "round_ended", "match_ended"]
