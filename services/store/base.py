@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
@@ -75,7 +75,12 @@ class Ack:
         object.__setattr__(self, "id", id.decode() if isinstance(id, bytes) else id)
 
 
-@dataclass(frozen=True, slots=True)
+# AppendResult and AppendRequest are made once per append. Their __init__ sets each slot
+# through its descriptor, which costs half of what the generated frozen __init__ does
+# (object.__setattr__ by name); they are otherwise the usual frozen dataclasses.
+
+
+@dataclass(frozen=True, slots=True, init=False)
 class AppendResult:
     """Versions given to an append: `first_version..last_version` inclusive.
 
@@ -87,8 +92,14 @@ class AppendResult:
     last_version: int
     duplicate: bool = False
 
+    def __init__(self, first_version: int, last_version: int, duplicate: bool = False) -> None:
+        set_first, set_last, set_duplicate = _RESULT_SLOTS
+        set_first(self, first_version)
+        set_last(self, last_version)
+        set_duplicate(self, duplicate)
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, init=False)
 class AppendRequest:
     """One append of a batch given to `EventStore.append_many`."""
 
@@ -99,6 +110,35 @@ class AppendRequest:
     outbox: Sequence[OutboxEntry] = ()
     schedule: Sequence[Schedule] = ()
     ack: Ack | None = None
+
+    def __init__(
+        self,
+        match_id: str,
+        events: Sequence[NewEvent],
+        expected_version: int,
+        command_id: str,
+        outbox: Sequence[OutboxEntry] = (),
+        schedule: Sequence[Schedule] = (),
+        ack: Ack | None = None,
+    ) -> None:
+        set_match, set_events, set_expected, set_command, set_outbox, set_schedule, set_ack = (
+            _REQUEST_SLOTS
+        )
+        set_match(self, match_id)
+        set_events(self, events)
+        set_expected(self, expected_version)
+        set_command(self, command_id)
+        set_outbox(self, outbox)
+        set_schedule(self, schedule)
+        set_ack(self, ack)
+
+
+def _slot_setters(cls: type) -> tuple[Callable[[object, object], None], ...]:
+    return tuple(vars(cls)[f.name].__set__ for f in fields(cls))
+
+
+_RESULT_SLOTS = _slot_setters(AppendResult)
+_REQUEST_SLOTS = _slot_setters(AppendRequest)
 
 
 @dataclass(frozen=True, slots=True)
