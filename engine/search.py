@@ -35,7 +35,6 @@ from math import factorial
 
 from engine.board import END_INDEX
 from engine.fast import (
-    DOWN,
     DRAW,
     LEAD_END,
     LEFT,
@@ -50,7 +49,7 @@ from engine.fast import (
 from engine.fast_playout import playout
 from engine.rules import Rules
 from engine.tiles import Tile, tile, weight
-from engine.views import OpenEnd, View
+from engine.views import View
 from events.model import DrawTile, Move, PassTurn, PlayTile
 
 DEFAULT_BUDGET_MS = 20.0
@@ -89,9 +88,6 @@ class Observation:
     forbidden: tuple[int, ...]
     sleeping: int
     board: FastState
-    exact: bool = True
-    """False when the view leaves open which of the spinner's crosswise sides carry tiles (a
-    line that came back to the spinner's number looks bare); bare sides are assumed first."""
 
     def admits(self, hands: Sequence[int], stock: int) -> bool:
         """Whether a deal of the hidden tiles (other hands by seat, the stock) agrees with
@@ -140,7 +136,7 @@ def observe(view: View) -> Observation:
                 f |= mask[n]
         forbidden.append(f & hidden)
     sleeping = _forced_lead_sleepers(rules, tab, view.round, played) & hidden
-    board, exact = _board(view, seat, rules, tab)
+    board = _board(view, seat, rules, tab)
     return Observation(
         rules=rules,
         seat=seat,
@@ -152,7 +148,6 @@ def observe(view: View) -> Observation:
         forbidden=tuple(forbidden),
         sleeping=sleeping,
         board=board,
-        exact=exact,
     )
 
 
@@ -172,9 +167,8 @@ def _forced_lead_sleepers(rules: Rules, tab: Tables, round_no: int, played: Sequ
     return out
 
 
-def _board(view: View, seat: int, rules: Rules, tab: Tables) -> tuple[FastState, bool]:
-    """The round on the table as a fast state with empty hands: ends, tips, spinner (S2); and
-    whether the view fixes it exactly."""
+def _board(view: View, seat: int, rules: Rules, tab: Tables) -> FastState:
+    """The round on the table as a fast state with empty hands: ends, tips, spinner (S2)."""
     s = FastState.from_masks(rules, [0] * rules.players, (), view.leader, -1, view.scores)
     s.turn = seat if view.turn is None else view.turn
     played = view.played
@@ -184,7 +178,7 @@ def _board(view: View, seat: int, rules: Rules, tab: Tables) -> tuple[FastState,
             move = view.legal[0]  # E2: the first round's lead is forced
             if isinstance(move, PlayTile):
                 s.forced = tab.index[tile(*move.tile)]
-        return s, True
+        return s
     closed = tab.closed
     nums = [closed] * 4
     tips = [False] * 4
@@ -196,7 +190,7 @@ def _board(view: View, seat: int, rules: Rules, tab: Tables) -> tuple[FastState,
     s.tips = tips
     s.arm = [1, 1, 0, 0]  # only differences of long arms and the crosswise arms' use matter
     if view.spinner is None:
-        return s, True
+        return s
     spin = view.spinner[0]
     s.spinner = spin
     if nums[UP] == closed:
@@ -209,109 +203,12 @@ def _board(view: View, seat: int, rules: Rules, tab: Tables) -> tuple[FastState,
         elif bare:
             s.spinner_arm = bare[0]
             s.spinner_at = s.arm[bare[0]]
-        return s, True
+        return s
     # open crosswise sides: each counts (S4) only once a tile lies there
-    for e in (UP, DOWN):
-        s.arm[e] = 0 if nums[e] == spin and not tips[e] else 1
-    if any(nums[e] == spin and not tips[e] for e in (UP, DOWN)):
-        return s, _settle_crosswise(s, view, tab)
-    return s, True
-
-
-def _settle_crosswise(s: FastState, view: View, tab: Tables) -> bool:
-    """Decide whether a crosswise side showing the spinner's own number is bare or carries a
-    line that came back to that number: replay the line's tiles in order onto every end they
-    could have gone, keep the histories that end on the table as it is, and if they disagree
-    keep those that give the view's own ``legal_points``. Returns whether one history is left.
-    """
-    options = _crosswise_histories(view.played, view.ends, tab)
-    if len(options) > 1:
-        fitting = set()
-        for up, down in options:
-            trial = s.copy()
-            trial.arm[UP], trial.arm[DOWN] = up, down
-            if _points_fit(trial, view, tab):
-                fitting.add((up, down))
-        options = fitting or options
-    if options:
-        # bare first: what a crosswise side showing the spinner's number most often is
-        s.arm[UP], s.arm[DOWN] = min(options)
-    return len(options) == 1
-
-
-def _points_fit(s: FastState, view: View, tab: Tables) -> bool:
-    seat = s.turn
-    for move, points in zip(view.legal, view.legal_points, strict=True):
-        if not isinstance(move, PlayTile) or move.end is None:
-            continue
-        trial = s.copy()
-        i = tab.index[tile(*move.tile)]
-        trial.hands[seat] = tab.full  # a full hand: the play cannot end the round
-        trial.scores = [0] * len(trial.scores)
-        trial.target = 1 << 30
-        trial.play_unchecked(i, END_INDEX[move.end])
-        if trial.last_points != points:
-            return False
-    return True
-
-
-def _crosswise_histories(
-    played: Sequence[Tile], ends: Sequence[OpenEnd], tab: Tables
-) -> set[tuple[int, int]]:
-    """Every (up carries a tile, down carries a tile) pair that some order of placements of the
-    line's tiles gives, among those that end with the table's ends."""
-    closed = tab.closed
-    want_nums = [closed] * 4
-    want_tips = [False] * 4
-    for end in ends:
-        i = END_INDEX[end.end]
-        want_nums[i] = end.number
-        want_tips[i] = end.double
-    goal = (tuple(want_nums), tuple(want_tips))
-    lead = tile(*played[0])
-    # state: nums, tips, spinner number, pending long sides (bits), up/down carry a tile
-    start_spin = lead[0] if lead[0] == lead[1] else -1
-    start = (
-        (lead[0], lead[1], closed, closed),
-        (lead[0] == lead[1],) * 2 + (False, False),
-        start_spin,
-        3 if start_spin >= 0 else 0,
-        0,
-        0,
-    )
-    State = tuple[tuple[int, ...], tuple[bool, ...], int, int, int, int]
-    level: set[State] = {start}
-    for t in played[1:]:
-        a, b = tile(*t)
-        nxt: set[State] = set()
-        for nums, tips, spin, pending, up, down in level:
-            for e in range(4):
-                n = nums[e]
-                if n == closed or n not in (a, b):
-                    continue
-                new_nums = list(nums)
-                new_tips = list(tips)
-                new_nums[e] = b if n == a else a
-                new_tips[e] = a == b
-                new_spin, new_pending = spin, pending
-                if spin < 0 and a == b:
-                    new_spin, new_pending = a, 1 << e
-                elif pending & (1 << e):
-                    new_pending = pending & ~(1 << e)
-                    if not new_pending:
-                        new_nums[UP] = new_nums[DOWN] = spin
-                nxt.add(
-                    (
-                        tuple(new_nums),
-                        tuple(new_tips),
-                        new_spin,
-                        new_pending,
-                        up | (e == UP),
-                        down | (e == DOWN),
-                    )
-                )
-        level = nxt
-    return {(up, down) for nums, tips, _, _, up, down in level if (nums, tips) == goal}
+    for end in view.ends:
+        if end.end in ("up", "down"):
+            s.arm[END_INDEX[end.end]] = end.tiles
+    return s
 
 
 # ---------------------------------------------------------------------------------------------

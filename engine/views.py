@@ -28,12 +28,14 @@ from events.model import (
 
 
 class OpenEnd(msgspec.Struct, frozen=True, kw_only=True):
-    """An end a tile may be played on: its name, the number it shows, and whether a crosswise
-    double lies there (S4 counts both halves)."""
+    """An end a tile may be played on: its name, the number it shows, whether a crosswise
+    double lies there (S4 counts both halves), and how many tiles its arm holds beyond the lead
+    (a spinner side with none counts 0, S4)."""
 
     end: End
     number: int
     double: bool
+    tiles: int = 0
 
 
 class View(msgspec.Struct, frozen=True, kw_only=True):
@@ -78,7 +80,7 @@ def view_for(state: MatchState, seat: int | None) -> View:
         raise ValueError(f"seat {seat} does not exist (C3)")
     board = state.board
     ends = tuple(
-        OpenEnd(end=END_NAMES[i], number=n, double=board.tips[i])
+        OpenEnd(end=END_NAMES[i], number=n, double=board.tips[i], tiles=board.arm_len[i])
         for i, n in enumerate(board.numbers)
         if n is not None
     )

@@ -108,12 +108,11 @@ def test_every_determinization_agrees_with_everything_the_seat_has_seen(
         for _ in range(3):
             det = sampler.determinize(rng)
             check_deal_against_view(view, det.hands, list(det.stock))
-            if obs.exact:
-                assert (det.nums, det.tips, det.board_tiles) == (
-                    truth.nums,
-                    truth.tips,
-                    truth.board_tiles,
-                )
+            assert (det.nums, det.tips, det.board_tiles) == (
+                truth.nums,
+                truth.tips,
+                truth.board_tiles,
+            )
             assert det.turn == state.turn and det.scores == state.scores
 
 
@@ -212,17 +211,14 @@ def test_a_view_whose_counts_do_not_add_up_is_refused() -> None:
 
 def test_the_board_rebuilt_from_a_view_plays_exactly_like_the_table() -> None:
     """With the real hands put back, the view's board gives the reference's moves and points
-    to the end of the round (S2's spinner, S4's counts), in nearly every position."""
+    to the end of the round (S2's spinner, S4's counts), in every position."""
     rng = random.Random(3)
-    total = exact = 0
+    total = 0
     for rules in RULE_SETS:
         for seed in range(2):
             for state in positions(rules, seed):
                 total += 1
                 obs = observe(view_for(state, state.turn))
-                if not obs.exact:
-                    continue
-                exact += 1
                 ours = obs.board.copy()
                 ours.hands, _ = hidden_deal(state, obs)
                 truth = FastState.from_match(state)
@@ -240,7 +236,6 @@ def test_the_board_rebuilt_from_a_view_plays_exactly_like_the_table() -> None:
                     truth.scores,
                 )
     assert total > 1500
-    assert exact / total > 0.98
 
 
 # ---------------------------------------------------------------------------------------------
