@@ -10,6 +10,7 @@ import random
 from collections.abc import Callable
 from typing import Protocol
 
+from engine.search import DEFAULT_BUDGET_MS, SearchStrategy
 from engine.tiles import weight
 from engine.views import View
 from events.model import Move, PlayTile
@@ -63,17 +64,22 @@ class GreedyStrategy:
         return self.rng.choice(best)
 
 
-STRATEGIES: dict[str, Callable[[int | None], Strategy]] = {
-    "random": RandomStrategy,
-    "greedy": GreedyStrategy,
+STRATEGIES: dict[str, Callable[[int | None, float], Strategy]] = {
+    "random": lambda seed, budget_ms: RandomStrategy(seed),
+    "greedy": lambda seed, budget_ms: GreedyStrategy(seed),
+    "search": lambda seed, budget_ms: SearchStrategy(seed, budget_ms=budget_ms),
 }
+"""Strategies by name: each factory takes a seed and a thinking time per move (in ms), which
+only the strategies that search use."""
 
 
-def make_strategy(name: str, seed: int | None = None) -> Strategy:
+def make_strategy(
+    name: str, seed: int | None = None, budget_ms: float = DEFAULT_BUDGET_MS
+) -> Strategy:
     """Build a strategy by name; raise ValueError naming the known ones otherwise."""
     try:
         factory = STRATEGIES[name]
     except KeyError:
         known = ", ".join(sorted(STRATEGIES))
         raise ValueError(f"unknown strategy {name!r}: choose one of {known}") from None
-    return factory(seed)
+    return factory(seed, budget_ms)

@@ -23,6 +23,7 @@ from events.wire import Rejected
 from services.bots import BotWorker, group_name
 from services.config import Settings
 from services.projector import Projector
+from services.ratings import RatingsProjector
 from services.redis_client import connect
 from services.referee import Referee
 from services.store.projection import RedisCheckpoints
@@ -117,7 +118,8 @@ def bots_app(
         )
 
     async def start(redis: Redis) -> Callable[[], Awaitable[None]]:
-        worker = BotWorker(settings, redis, make_strategy(strategy, seed), pool, consumer)
+        bot = make_strategy(strategy, seed, settings.search_budget_ms)
+        worker = BotWorker(settings, redis, bot, pool, consumer)
         return _task(worker.run, worker.stop)
 
     app = _app(url, start, broker)
@@ -134,14 +136,19 @@ def bots_app(
 
 
 def projector_app(url: str, settings: Settings) -> FastStream:
-    """The projector: keeps summaries, match lists and results up to date."""
+    """The projector: keeps summaries, match lists, results and ratings up to date."""
 
     async def start(redis: Redis) -> Callable[[], Awaitable[None]]:
         store = RedisEventStore(redis, partitions=settings.partitions, prefix=settings.prefix)
-        projector = Projector(
-            store, RedisCheckpoints(redis, partitions=settings.partitions, prefix=settings.prefix)
+        checkpoints = RedisCheckpoints(
+            redis, partitions=settings.partitions, prefix=settings.prefix
         )
+        projectors = (Projector(store, checkpoints), RatingsProjector(store, checkpoints))
         stop = asyncio.Event()
-        return _task(lambda: projector.run(stop), stop.set)
+
+        async def run() -> None:
+            await asyncio.gather(*(p.run(stop) for p in projectors))
+
+        return _task(run, stop.set)
 
     return _app(url, start)

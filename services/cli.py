@@ -33,6 +33,7 @@ from services.local import play_local_match
 from services.logs import configure
 from services.projector import Projector
 from services.queries import Queries
+from services.ratings import RatingsProjector
 from services.redis_env import RedisUnavailable
 from services.render import describe, score_line
 from services.runtime import DEFAULT_DATA_DIR, redis_url
@@ -423,6 +424,7 @@ def cmd_projections(args: argparse.Namespace) -> int:
             redis, partitions=settings.partitions, prefix=settings.prefix
         )
         applied = await Projector(store, checkpoints).rebuild()
+        await RatingsProjector(store, checkpoints).rebuild()
         print(f"rebuilt the projections from {applied} log entries")
         return 0
 

@@ -14,6 +14,7 @@
 | DOMINO_MAX_DELIVERIES | 5 | deliveries of a failing message before it is dead-lettered |
 | DOMINO_CLAIM_IDLE_MS | 5000 | pending this long, a message is claimed by another consumer |
 | DOMINO_LEASE_MS | 10000 | a referee's hold on its partitions lasts this long unrenewed |
+| DOMINO_SEARCH_BUDGET_MS | 20 | thinking time per move of the search bots |
 | DOMINO_MAX_COMMAND_BYTES | 16384 | larger commands are rejected unread |
 | DOMINO_DEFAULT_DEADLINE_MS | 0 | a turn's deadline when a match sets none (0: no deadline) |
 """
@@ -39,6 +40,7 @@ ENV: dict[str, str] = {
     "max_deliveries": "DOMINO_MAX_DELIVERIES",
     "claim_idle_ms": "DOMINO_CLAIM_IDLE_MS",
     "lease_ms": "DOMINO_LEASE_MS",
+    "search_budget_ms": "DOMINO_SEARCH_BUDGET_MS",
     "max_command_bytes": "DOMINO_MAX_COMMAND_BYTES",
     "default_deadline_ms": "DOMINO_DEFAULT_DEADLINE_MS",
 }
@@ -64,6 +66,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     max_deliveries: int = 5
     claim_idle_ms: int = 5000
     lease_ms: int = 10000
+    search_budget_ms: float = 20.0
     max_command_bytes: int = 16384
     default_deadline_ms: int = 0
 
