@@ -9,7 +9,6 @@ applied once.
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 import structlog
@@ -19,7 +18,7 @@ from engine.strategy import Strategy
 from events.codec import JSON, DecodeError
 from events.envelope import CommandEnvelope
 from services.config import Settings
-from services.streams import DATA, Entry, GroupReader
+from services.streams import DATA, Entry, GroupReader, GroupWorker
 from services.topology import Topology
 
 log = structlog.get_logger()
@@ -30,7 +29,7 @@ def group_name(pool: str) -> str:
     return f"bots-{pool}"
 
 
-class BotWorker:
+class BotWorker(GroupWorker):
     """One worker process's loop for a pool of house bots."""
 
     def __init__(
@@ -41,6 +40,7 @@ class BotWorker:
         pool: str,
         consumer: str,
     ) -> None:
+        super().__init__()
         self.settings = settings
         self.redis = redis
         self.strategy = strategy
@@ -58,54 +58,17 @@ class BotWorker:
         self.reply_to = self.topo.replies(group_name(pool))
         self.latencies: list[float] = []  # seconds from a command's arrival to its next turn
         self.moves = 0
-        self._stopping = asyncio.Event()
+        self.claim_idle_ms = settings.claim_idle_ms
+        self.what = "turns"
 
     async def run(self) -> None:
         """Answer turns until ``stop()``."""
         await self.reader.start()
-        await self.handle(await self.reader.read(pending=True))
-        tasks = [
-            asyncio.create_task(self._turn_loop(), name="turns"),
-            asyncio.create_task(self._reclaim_loop(), name="reclaim"),
-        ]
         log.info("bot worker started", pool=self.pool, strategy=self.strategy.name)
         try:
-            await self._stopping.wait()
+            await self.serve()
         finally:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
             log.info("bot worker stopped", pool=self.pool, moves=self.moves)
-
-    def stop(self) -> None:
-        """Ask ``run`` to return after the batch in hand."""
-        self._stopping.set()
-
-    async def _turn_loop(self) -> None:
-        while not self._stopping.is_set():
-            try:
-                entries = await self.reader.read()
-                if entries:
-                    await self.handle(entries)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("turn batch failed; its turns stay pending", pool=self.pool)
-                await asyncio.sleep(0.5)
-
-    async def _reclaim_loop(self) -> None:
-        idle = self.settings.claim_idle_ms
-        while not self._stopping.is_set():
-            await asyncio.sleep(idle / 2000)
-            try:
-                entries = await self.reader.claim(idle)
-                if entries:
-                    log.info("claimed pending turns", pool=self.pool, count=len(entries))
-                    await self.handle(entries)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("reclaiming turns failed", pool=self.pool)
 
     async def handle(self, entries: list[Entry]) -> None:
         """Answer a batch of turns with one pipelined write, then acknowledge them."""

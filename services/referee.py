@@ -47,7 +47,7 @@ from services.store.base import (
     Schedule,
 )
 from services.store.redis import RedisEventStore
-from services.streams import Entry, GroupReader, ensure_groups
+from services.streams import Entry, GroupReader, GroupWorker, ensure_groups
 from services.topology import Topology
 
 log = structlog.get_logger()
@@ -99,7 +99,7 @@ class MatchCache:
         self._states.pop(match_id, None)
 
 
-class Referee:
+class Referee(GroupWorker):
     """Decides commands for every partition; ``run`` until ``stop``."""
 
     def __init__(
@@ -110,6 +110,7 @@ class Referee:
         name: str,
         rng: random.Random | None = None,
     ) -> None:
+        super().__init__()
         self.settings = settings
         self.redis = redis
         self.store = store
@@ -128,7 +129,8 @@ class Referee:
             dead_letters=self.topo.dead_letters,
             max_deliveries=settings.max_deliveries,
         )
-        self._stopping = asyncio.Event()
+        self.claim_idle_ms = settings.claim_idle_ms
+        self.what = "commands"
         self.handled = 0
         self._partitions: dict[str, int] = {}
         self._turn_streams: dict[tuple[int, str], str] = {}
@@ -157,20 +159,10 @@ class Referee:
         everything = [self.topo.commands(p) for p in range(self.settings.partitions)]
         await ensure_groups(self.redis, everything, GROUP)
         await self._own()
-        await self._handle_entries(await self.reader.read(pending=True))  # our own, after a crash
-        tasks = [
-            asyncio.create_task(self._command_loop(), name="commands"),
-            asyncio.create_task(self._reclaim_loop(), name="reclaim"),
-            asyncio.create_task(self._deadline_loop(), name="deadlines"),
-            asyncio.create_task(self._lease_loop(), name="leases"),
-        ]
         log.info("referee started", consumer=self.name, partitions=self.owned)
         try:
-            await self._stopping.wait()
+            await self.serve(self._deadline_loop, self._lease_loop)
         finally:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
             await self.leases.release_all()
             log.info("referee stopped", consumer=self.name, commands=self.handled)
 
@@ -183,7 +175,7 @@ class Referee:
             self.reader.streams = [self.topo.commands(p) for p in owned]
 
     async def _lease_loop(self) -> None:
-        while not self._stopping.is_set():
+        while not self.stopping:
             await asyncio.sleep(self.settings.lease_ms / 4000)
             try:
                 await self._own()
@@ -192,47 +184,8 @@ class Referee:
             except Exception:
                 log.exception("lease renewal failed")
 
-    def stop(self) -> None:
-        """Ask ``run`` to return after the batch in hand."""
-        self._stopping.set()
-
-    async def _command_loop(self) -> None:
-        # The next batch is read while the current one is decided and appended: the round
-        # trip of XREADGROUP overlaps the work instead of following it.
-        reading = asyncio.create_task(self.reader.read())
-        try:
-            while not self._stopping.is_set():
-                try:
-                    entries = await reading
-                    reading = asyncio.create_task(self.reader.read())
-                    if entries:
-                        await self._handle_entries(entries)
-                except asyncio.CancelledError:
-                    raise
-                except Exception:
-                    log.exception("command batch failed; its messages stay pending")
-                    await asyncio.sleep(0.5)
-                    if reading.done():
-                        reading = asyncio.create_task(self.reader.read())
-        finally:
-            reading.cancel()
-
-    async def _reclaim_loop(self) -> None:
-        idle = self.settings.claim_idle_ms
-        while not self._stopping.is_set():
-            await asyncio.sleep(idle / 2000)
-            try:
-                entries = await self.reader.claim(idle)
-                if entries:
-                    log.info("claimed pending commands", count=len(entries))
-                    await self._handle_entries(entries)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("reclaiming failed")
-
     async def _deadline_loop(self) -> None:
-        while not self._stopping.is_set():
+        while not self.stopping:
             await asyncio.sleep(0.05)
             try:
                 await self.fire_deadlines()
@@ -262,19 +215,20 @@ class Referee:
                 )
                 work.append(Work(env, None, time.time(), retry=False))
         if work:
-            await self.handle(work)
+            await self.decide_and_append(work)
         return len(work)
 
     # -- one batch -----------------------------------------------------------------------------
 
-    async def _handle_entries(self, entries: list[Entry]) -> None:
+    async def handle(self, entries: list[Entry]) -> None:
+        """Decide, append and answer a batch of command entries, then acknowledge them."""
         now = time.time()
         work: list[Work] = []
         for entry in entries:
             env = await self._decode(entry)
             if env is not None:
                 work.append(Work(env, entry, now))
-        await self.handle(work)
+        await self.decide_and_append(work)
         # Applied commands were acknowledged by their own append; the rest (rejected,
         # unreadable) are done now too.
         done = {id(w.entry) for w in work if w.acked}
@@ -316,7 +270,7 @@ class Referee:
         await self._send_rejection(reply_to, str(match_id or ""), str(command_id or ""), rejection)
         log.info("command rejected", match_id=match_id, reason="bad_command", detail=why)
 
-    async def handle(self, work: list[Work]) -> None:
+    async def decide_and_append(self, work: list[Work]) -> None:
         """Decide, append and answer a batch of commands; conflicts are retried in order."""
         while work:
             pending: list[Pending] = []

@@ -11,7 +11,7 @@ and publishing.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -172,3 +172,74 @@ def _entries(reply: Any) -> list[Entry]:
         for msg_id, fields in messages:
             out.append(Entry(name, msg_id, fields.get(DATA) if fields else None))
     return out
+
+
+class GroupWorker:
+    """The loops of one consumer: new entries in batches — the next read overlapping the work
+    on the current one — entries claimed from consumers that died, and any periodic tasks the
+    subclass adds; all until ``stop()``. Subclasses implement ``handle``."""
+
+    reader: GroupReader
+    claim_idle_ms: int
+    what: str = "entries"  # for log lines
+
+    def __init__(self) -> None:
+        self._stopping = asyncio.Event()
+
+    async def handle(self, entries: list[Entry]) -> None:
+        """Process a batch; acknowledge what is done."""
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        """Ask ``serve`` to return after the batch in hand."""
+        self._stopping.set()
+
+    @property
+    def stopping(self) -> bool:
+        """Whether ``stop()`` was called."""
+        return self._stopping.is_set()
+
+    async def serve(self, *periodic: Callable[[], Awaitable[None]]) -> None:
+        """Run the read and reclaim loops and ``periodic`` tasks until ``stop()``."""
+        await self.handle(await self.reader.read(pending=True))  # our own, after a crash
+        loops = [self._read_loop(), self._reclaim_loop(), *(task() for task in periodic)]
+        tasks = [asyncio.create_task(loop) for loop in loops]
+        try:
+            await self._stopping.wait()
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _read_loop(self) -> None:
+        reading = asyncio.create_task(self.reader.read())
+        try:
+            while not self.stopping:
+                try:
+                    entries = await reading
+                    reading = asyncio.create_task(self.reader.read())
+                    if entries:
+                        await self.handle(entries)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.exception(f"a batch of {self.what} failed; it stays pending")
+                    await asyncio.sleep(0.5)
+                    if reading.done():
+                        reading = asyncio.create_task(self.reader.read())
+        finally:
+            reading.cancel()
+
+    async def _reclaim_loop(self) -> None:
+        idle = self.claim_idle_ms
+        while not self.stopping:
+            await asyncio.sleep(idle / 2000)
+            try:
+                entries = await self.reader.claim(idle)
+                if entries:
+                    log.info(f"claimed pending {self.what}", count=len(entries))
+                    await self.handle(entries)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception(f"reclaiming {self.what} failed")
