@@ -51,6 +51,37 @@ class Summary(msgspec.Struct, frozen=True, kw_only=True):
     updated: float = 0.0
 
 
+class Bookends:
+    """A match's first and last events from the log, without folding what lies between: for
+    projections that only need who played and how it ended."""
+
+    def __init__(self, store: EventStore) -> None:
+        self.store = store
+        self.created: dict[str, MatchCreated] = {}  # live matches' first events
+
+    def forget(self) -> None:
+        """Drop what is remembered; a match's first event is read again when needed."""
+        self.created.clear()
+
+    async def see(self, record: Recorded) -> tuple[MatchCreated, Envelope] | None:
+        """Remember a match's creation; at its end, return its first event and the end's
+        envelope (reading the first event from the log if it came before a restart)."""
+        if record.type == "match_created":
+            event = JSON.decode_envelope(record.data).event
+            assert isinstance(event, MatchCreated)
+            self.created[record.match_id] = event
+        elif record.type == "match_ended":
+            ended = JSON.decode_envelope(record.data)
+            created = self.created.pop(record.match_id, None)
+            if created is None:
+                first = await self.store.read(record.match_id, 1, 1)
+                event = JSON.decode_envelope(first[0].data).event
+                assert isinstance(event, MatchCreated)
+                created = event
+            return created, ended
+        return None
+
+
 class Projector:
     """Applies log batches to the ``summary`` and ``results`` projections of every partition."""
 
@@ -71,7 +102,7 @@ class Projector:
     def _forget(self) -> None:
         """Drop what was folded in memory; it is read again from the logs when needed."""
         self.cache = MatchCache(5_000)
-        self.seats: dict[str, MatchCreated] = {}  # live matches' first events, for results
+        self.bookends = Bookends(self.store)
 
     async def catch_up(self) -> int:
         """Apply everything new in every partition's log; return how many events."""
@@ -144,20 +175,11 @@ class Projector:
         """Only a match's first and last events matter here: no need to fold the rest."""
         ops: list[WriteOp] = []
         for _, record in entries:
-            if record.type == "match_created":
-                event = JSON.decode_envelope(record.data).event
-                assert isinstance(event, MatchCreated)
-                self.seats[record.match_id] = event
-            elif record.type == "match_ended":
-                ended = JSON.decode_envelope(record.data).event
-                assert isinstance(ended, MatchEnded)
-                created = self.seats.pop(record.match_id, None)
-                if created is None:
-                    first = await self.store.read(record.match_id, 1, 1)
-                    event = JSON.decode_envelope(first[0].data).event
-                    assert isinstance(event, MatchCreated)
-                    created = event
-                ops.extend(self._result_ops(name, partition, created, ended))
+            ends = await self.bookends.see(record)
+            if ends is not None:
+                created, ended = ends
+                assert isinstance(ended.event, MatchEnded)
+                ops.extend(self._result_ops(name, partition, created, ended.event))
         return ops
 
     def _summary_ops(

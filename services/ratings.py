@@ -28,8 +28,8 @@ import structlog
 from openskill.models import PlackettLuce, PlackettLuceRating
 from redis.asyncio import Redis
 
-from events.codec import JSON
 from events.model import MatchCreated, MatchEnded
+from services.projector import Bookends
 from services.store.base import EventStore, Recorded
 from services.store.projection import Checkpoints, ProjectionConflict, WriteOp, catch_up, op
 
@@ -149,7 +149,7 @@ class RatingsProjector:
         self.store = store
         self.checkpoints = checkpoints
         self.name = name
-        self.created: dict[str, MatchCreated] = {}  # live matches' first events
+        self.bookends = Bookends(store)
 
     def results_key(self, partition: int) -> str:
         """The hash of a partition's results: match id → MatchResult JSON."""
@@ -175,7 +175,7 @@ class RatingsProjector:
         """Reset the projection in every partition and fold the whole log again."""
         for p in range(self.store.partitions):
             await self.checkpoints.reset(self.name, p)
-        self.created.clear()
+        self.bookends.forget()
         return await self.catch_up()
 
     async def run(self, stop: asyncio.Event, interval: float = 0.2) -> None:
@@ -193,19 +193,10 @@ class RatingsProjector:
     ) -> list[WriteOp]:
         ops: list[WriteOp] = []
         for _, record in entries:
-            if record.type == "match_created":
-                event = JSON.decode_envelope(record.data).event
-                assert isinstance(event, MatchCreated)
-                self.created[record.match_id] = event
-            elif record.type == "match_ended":
-                envelope = JSON.decode_envelope(record.data)
+            ends = await self.bookends.see(record)
+            if ends is not None:
+                created, envelope = ends
                 assert isinstance(envelope.event, MatchEnded)
-                created = self.created.pop(record.match_id, None)
-                if created is None:  # created before a restart: read its first event
-                    first = await self.store.read(record.match_id, 1, 1)
-                    event = JSON.decode_envelope(first[0].data).event
-                    assert isinstance(event, MatchCreated)
-                    created = event
                 result = result_of(record.match_id, created, envelope.event, envelope.ts)
                 ops.append(
                     op("HSET", self.results_key(partition), record.match_id, _ENCODE.encode(result))
