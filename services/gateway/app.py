@@ -1,0 +1,574 @@
+"""The gateway's ASGI app: lobby, seat and spectator streams, moves. Built by :func:`create_app`.
+
+No Redis client exists until the app starts (its lifespan); stopping the app closes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import socket
+from collections.abc import AsyncIterator
+from typing import Any, cast
+
+import msgspec
+import structlog
+from redis.asyncio import BlockingConnectionPool, Redis
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request as StarletteRequest
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from engine.game import decide
+from engine.rules import Rules, RulesError
+from events.codec import JSON
+from events.model import (
+    AnyEvent,
+    CreateMatch,
+    DrawTile,
+    Move,
+    PassTurn,
+    PlayTile,
+    Rejection,
+    TileDrawn,
+    TilePlayed,
+    TurnPassed,
+)
+from services.client import new_match_id
+from services.config import Settings
+from services.gateway.config import GatewaySettings
+from services.gateway.http import ApiError, Endpoint, Request, Response, decode_body
+from services.gateway.hub import FeedUnavailable, Hub, Outcome
+from services.gateway.limits import Concurrency, RateLimiter
+from services.gateway.lobby import JoinError, Lobby, LobbyMatch, token_hash
+from services.gateway.openapi import openapi
+from services.gateway.protocol import (
+    CreateBody,
+    DrawBody,
+    JoinBody,
+    MoveBody,
+    PassBody,
+    PlayBody,
+)
+from services.gateway.sender import CommandSender
+from services.gateway.streaming import StreamResponse
+from services.queries import Queries
+from services.redis_client import PackedConnection
+from services.store.base import InvalidMatchId
+from services.store.keys import validate_match_id
+from services.store.redis import RedisEventStore
+from services.topology import Topology
+
+log = structlog.get_logger()
+
+API = "/api/v1"
+MAX_NAME = 64
+_KEY = re.compile(r"[A-Za-z0-9._:\-]{1,64}")
+_MOVE = msgspec.json.Decoder(MoveBody)
+_CREATE = msgspec.json.Decoder(CreateBody)
+_JOIN = msgspec.json.Decoder(JoinBody)
+_SEAT_COUNT_LIMIT = 100_000
+REDIS_CONNECTIONS = 256
+
+
+class Gateway:
+    """The gateway's state and handlers; its Redis client exists between start and stop."""
+
+    def __init__(self, settings: Settings, config: GatewaySettings, redis_url: str) -> None:
+        self.settings = settings
+        self.config = config
+        self.redis_url = redis_url
+        self.topo = Topology(settings.prefix, settings.partitions)
+        self.name = f"gateway-{socket.gethostname()}-{os.getpid()}"
+        self.replies = self.topo.replies(self.name)
+        self.moves = RateLimiter("moves_per_second", config.moves_per_s, config.move_burst)
+        self.lobby_writes = RateLimiter("lobby_per_second", config.lobby_per_s, config.lobby_burst)
+        self.seat_streams = Concurrency("streams_per_token", config.streams_per_token)
+        self.public_streams = Concurrency("streams_per_client", config.streams_per_client)
+        self._seats: dict[str, tuple[str, int]] = {}  # token hash -> (match, seat)
+        self._redis: Redis | None = None
+        self._hub: Hub | None = None
+        self._lobby: Lobby | None = None
+        self._store: RedisEventStore | None = None
+        self._sender: CommandSender | None = None
+        self._sweeper: asyncio.Task[None] | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        """Connect, follow the logs, serve; then stop following and disconnect."""
+        pool = BlockingConnectionPool.from_url(  # wait for a connection rather than fail
+            self.redis_url,
+            max_connections=REDIS_CONNECTIONS,
+            timeout=self.config.move_timeout_s,
+            connection_class=PackedConnection,
+        )
+        redis = self._redis = Redis(connection_pool=pool)
+        self._store = RedisEventStore(
+            redis, partitions=self.settings.partitions, prefix=self.settings.prefix
+        )
+        self._lobby = Lobby(redis, self.topo, self.config.token_ttl_s)
+        self._sender = CommandSender(redis, self.topo, self.replies)
+        self._hub = Hub(
+            redis, self._store, self.topo, self.replies, self.config.stream_buffer_bytes
+        )
+        await self._hub.start()
+        self._sweeper = asyncio.create_task(self._sweep())
+        log.info("gateway started", replies=self.replies, partitions=self.settings.partitions)
+        try:
+            yield
+        finally:
+            self._sweeper.cancel()
+            await asyncio.gather(self._sweeper, return_exceptions=True)
+            await self._hub.stop()
+            with contextlib.suppress(Exception):
+                await redis.delete(self.replies)
+            await redis.aclose()
+            log.info("gateway stopped")
+
+    async def _sweep(self) -> None:
+        while True:
+            await asyncio.sleep(10.0)
+            self.moves.sweep()
+            self.lobby_writes.sweep()
+            if len(self._seats) > _SEAT_COUNT_LIMIT:
+                self._seats.clear()
+
+    @property
+    def redis(self) -> Redis:
+        assert self._redis is not None, "the gateway has not started"
+        return self._redis
+
+    @property
+    def hub(self) -> Hub:
+        assert self._hub is not None, "the gateway has not started"
+        return self._hub
+
+    @property
+    def lobby(self) -> Lobby:
+        assert self._lobby is not None, "the gateway has not started"
+        return self._lobby
+
+    @property
+    def sender(self) -> CommandSender:
+        assert self._sender is not None, "the gateway has not started"
+        return self._sender
+
+    @property
+    def store(self) -> RedisEventStore:
+        assert self._store is not None, "the gateway has not started"
+        return self._store
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _match_id(self, request: Request) -> str:
+        match_id: str = request.params["match_id"]
+        try:
+            validate_match_id(match_id)
+        except InvalidMatchId as e:
+            raise ApiError(404, "no_match", str(e)) from None
+        return match_id
+
+    async def _authorize(self, request: Request, match_id: str, seat: int) -> str:
+        """Check the bearer token opens this seat; return its hash."""
+        digest, (token_match, token_seat) = await self._token(request)
+        if token_match != match_id:
+            raise ApiError(403, "wrong_match", "this seat token is for another match")
+        if token_seat != seat:
+            raise ApiError(
+                403, "wrong_seat", f"this token plays seat {token_seat}, not seat {seat}"
+            )
+        return digest
+
+    async def _token(self, request: Request) -> tuple[str, tuple[str, int]]:
+        auth = request.header(b"authorization")
+        if not auth or not auth.startswith("Bearer ") or len(auth) > 200:
+            raise ApiError(
+                401, "unauthorized", "send the seat token as 'Authorization: Bearer <token>'"
+            )
+        token = auth[7:].strip()
+        digest = token_hash(token)
+        seat = self._seats.get(digest)
+        if seat is None:
+            seat = await self.lobby.resolve(token)
+            if seat is None:
+                raise ApiError(401, "unauthorized", "unknown seat token")
+            self._seats[digest] = seat
+        return digest, seat
+
+    async def _await(
+        self, match_id: str, command_id: str, command: Any
+    ) -> tuple[Outcome | None, bytes | None]:
+        """Send a command and wait for its outcome; (None, versions) if it was applied before,
+        (None, None) if no answer came in time."""
+        hub = self.hub
+        fut = hub.expect(match_id, command_id)
+        try:
+            done = await self.sender.send(match_id, command_id, command)
+            if done is not None:
+                return None, done
+            try:
+                return await asyncio.wait_for(fut, self.config.move_timeout_s), None
+            except TimeoutError:  # the answer may be lost or late: the store knows
+                done = cast(
+                    bytes | None, await self.redis.hget(self.topo.dedupe(match_id), command_id)
+                )
+                return (None if done is None else Outcome(version=_first(done))), None
+        finally:
+            hub.forget(match_id, command_id, fut)
+
+    async def _start_match(self, match: LobbyMatch) -> None:
+        """Every seat is taken: create the match in the log (once, whoever calls it)."""
+        command = CreateMatch(
+            rules=match.rules, players=match.names, bots=match.pools, deadline_ms=match.deadline_ms
+        )
+        outcome, _ = await self._await(match.match_id, f"create:{match.match_id}", command)
+        if outcome is not None and outcome.rejection is not None:
+            log.error(
+                "match could not be created",
+                match_id=match.match_id,
+                reason=outcome.rejection.reason,
+                detail=outcome.rejection.message,
+            )
+            raise ApiError(409, "rejected", outcome.rejection.message, **_why(outcome.rejection))
+        log.info("lobby match started", match_id=match.match_id, players=match.names)
+
+    def _links(self, match_id: str, seat: int | None = None) -> dict[str, str]:
+        base = f"{API}/matches/{match_id}"
+        links = {"match": base, "spectate": f"{base}/stream"}
+        if seat is not None:
+            links["stream"] = f"{base}/seats/{seat}/stream"
+            links["moves"] = f"{base}/seats/{seat}/moves"
+        return links
+
+    # -- lobby ---------------------------------------------------------------------------------
+
+    async def create_match(self, request: Request) -> Response:
+        """POST /matches: a new match; open seats wait for players, house bots are set."""
+        self.lobby_writes.hit(request.client)
+        body = decode_body(await request.body(self.config.max_body_bytes), _CREATE, "match")
+        players = body.rules.players or len(body.seats)
+        try:
+            if body.rules.family not in ("express", "straight"):
+                raise RulesError(f"unknown family {body.rules.family!r}: use express or straight")
+            rules = Rules.make(
+                body.rules.family,  # type: ignore[arg-type]
+                players=players,
+                partners=body.rules.partners,
+                top=body.rules.top,
+                target=body.rules.target,
+                next_leader=body.rules.next_leader,  # type: ignore[arg-type]
+                reveal_stock=body.rules.reveal_stock,
+            )
+        except RulesError as e:
+            raise ApiError(422, "rejected", str(e), reason="bad_rules", rule="C1") from None
+        names = tuple(body.names or (p or f"seat{i}" for i, p in enumerate(body.seats)))
+        command = CreateMatch(
+            rules=rules, players=names, bots=tuple(body.seats), deadline_ms=body.deadline_ms
+        )
+        checked = decide(None, command)  # the engine's own checks, before anything is stored
+        if isinstance(checked, Rejection):
+            raise ApiError(422, "rejected", checked.message, **_why(checked))
+        match_id = new_match_id()
+        match = await self.lobby.create(match_id, rules, tuple(body.seats), names, body.deadline_ms)
+        if match.status == "started":
+            await self._start_match(match)
+        log.info("lobby match created", match_id=match_id, open=match.pools.count(None))
+        return Response.json({"match": match.public(), "links": self._links(match_id)}, status=201)
+
+    async def join(self, request: Request) -> Response:
+        """POST /matches/{id}/join: take an open seat; the seat token is in the answer, once."""
+        self.lobby_writes.hit(request.client)
+        match_id = self._match_id(request)
+        raw = await request.body(self.config.max_body_bytes)
+        body = decode_body(raw, _JOIN, "join") if raw.strip() else JoinBody()
+        if body.name is not None and (not body.name.strip() or len(body.name) > MAX_NAME):
+            raise ApiError(422, "invalid_join", f"a name is 1 to {MAX_NAME} characters")
+        try:
+            match, seat, token = await self.lobby.join(match_id, body.seat, body.name)
+        except JoinError as e:
+            status = 404 if e.code in ("no_match", "no_such_seat") else 409
+            raise ApiError(status, e.code, str(e)) from None
+        log.info("seat taken", match_id=match_id, seat=seat, name=match.seats[seat].name)
+        if match.status == "started":
+            await self._start_match(match)
+        return Response.json(
+            {
+                "match_id": match_id,
+                "seat": seat,
+                "token": token,
+                "match": match.public(),
+                "links": self._links(match_id, seat),
+            },
+            status=201,
+        )
+
+    async def list_matches(self, request: Request) -> Response:
+        """GET /matches?status=open|live|finished."""
+        status = request.query("status") or "open"
+        if status == "open":
+            rows = [m.public() for m in await self.lobby.open_matches()]
+        elif status in ("live", "finished"):
+            summaries = await Queries(self.redis, self.settings).matches(
+                finished=status == "finished"
+            )
+            rows = [msgspec.to_builtins(s) for s in summaries[-100:]]
+        else:
+            raise ApiError(422, "invalid_query", "status is open, live or finished")
+        return Response.json({"status": status, "matches": rows})
+
+    async def get_match(self, request: Request) -> Response:
+        """GET /matches/{id}: the lobby record and how far the match has got."""
+        match_id = self._match_id(request)
+        match = await self.lobby.get(match_id)
+        version = await self.store.version(match_id)
+        if match is None and version == 0:
+            raise ApiError(404, "no_match", f"no match {match_id!r}")
+        out: dict[str, Any] = match.public() if match else {"match_id": match_id}
+        out["version"] = version
+        out["links"] = self._links(match_id)
+        return Response.json(out)
+
+    async def whoami(self, request: Request) -> Response:
+        """GET /seat: which match and seat the bearer token plays."""
+        _, (match_id, seat) = await self._token(request)
+        return Response.json(
+            {"match_id": match_id, "seat": seat, "links": self._links(match_id, seat)}
+        )
+
+    # -- streams -------------------------------------------------------------------------------
+
+    def _resume_point(self, request: Request) -> int | None:
+        raw = request.query("after")
+        if raw is None:
+            raw = request.header(b"last-event-id")
+        if raw is None or raw == "":
+            return None
+        if not raw.isdigit() or len(raw) > 12:
+            raise ApiError(400, "bad_resume", "after / Last-Event-ID is an event id: 0, 1, 2, ...")
+        return int(raw)
+
+    def _everything(self, request: Request) -> bool:
+        events = request.query("events")
+        if events not in (None, "all", "minimal"):
+            raise ApiError(422, "invalid_query", "events is all or minimal")
+        return events != "minimal"
+
+    def _sse(self, request: Request) -> bool:
+        fmt = request.query("format")
+        if fmt is not None:
+            if fmt not in ("ndjson", "sse"):
+                raise ApiError(422, "invalid_query", "format is ndjson or sse")
+            return fmt == "sse"
+        return "text/event-stream" in (request.header(b"accept") or "")
+
+    async def seat_stream(self, request: Request) -> StreamResponse:
+        """GET /matches/{id}/seats/{seat}/stream: what the seat may see, as it happens."""
+        match_id = self._match_id(request)
+        seat: int = request.params["seat"]
+        digest = await self._authorize(request, match_id, seat)
+        after = self._resume_point(request)
+        sse = self._sse(request)
+        everything = self._everything(request)
+        self.seat_streams.acquire(digest)
+        try:
+            return await self._open_stream(
+                match_id, seat, sse, after, everything, digest, self.seat_streams
+            )
+        except BaseException:
+            self.seat_streams.release(digest)
+            raise
+
+    async def spectate(self, request: Request) -> StreamResponse:
+        """GET /matches/{id}/stream: the public view (C8), as it happens."""
+        match_id = self._match_id(request)
+        after = self._resume_point(request)
+        sse = self._sse(request)
+        everything = self._everything(request)
+        if match_id not in self.hub.feeds:
+            exists = await self.lobby.get(match_id) is not None
+            if not exists and await self.store.version(match_id) == 0:
+                raise ApiError(404, "no_match", f"no match {match_id!r}")
+        client = request.client
+        self.public_streams.acquire(client)
+        try:
+            return await self._open_stream(
+                match_id, None, sse, after, everything, client, self.public_streams
+            )
+        except BaseException:
+            self.public_streams.release(client)
+            raise
+
+    async def _open_stream(
+        self,
+        match_id: str,
+        seat: int | None,
+        sse: bool,
+        after: int | None,
+        everything: bool,
+        key: str,
+        counter: Concurrency,
+    ) -> StreamResponse:
+        hub = self.hub
+        try:
+            feed = await hub.follow(match_id)
+        except FeedUnavailable as e:
+            raise ApiError(503, "unavailable", str(e)) from None
+        if after is not None and after > feed.version:
+            raise ApiError(
+                400,
+                "bad_resume",
+                f"event {after} does not exist yet: the match is at version {feed.version}",
+            )
+        sub, version = hub.subscribe(feed, seat, sse, after, everything)
+        first = [] if after is None else await hub.backlog(feed, sub, after, version)
+        log.debug("stream opened", match_id=match_id, seat=seat, after=after)
+        return StreamResponse(
+            hub, feed, sub, first, self.config.keepalive_s, lambda: counter.release(key)
+        )
+
+    # -- moves ---------------------------------------------------------------------------------
+
+    async def move(self, request: Request) -> Response:
+        """POST /matches/{id}/seats/{seat}/moves: play, draw or pass, confirmed or rejected."""
+        match_id = self._match_id(request)
+        seat: int = request.params["seat"]
+        digest = await self._authorize(request, match_id, seat)
+        bucket = self.moves.hit(digest)
+        headers = self.moves.headers(bucket)
+        key = request.header(b"idempotency-key")
+        if key is None:
+            raise ApiError(
+                400, "missing_idempotency_key", "send an Idempotency-Key header with each move"
+            )
+        if _KEY.fullmatch(key) is None:
+            raise ApiError(
+                400, "bad_idempotency_key", "an Idempotency-Key is 1-64 of A-Z a-z 0-9 . _ : -"
+            )
+        body = decode_body(await request.body(self.config.max_body_bytes), _MOVE, "move")
+        if body.seat is not None and body.seat != seat:
+            raise ApiError(403, "wrong_seat", f"this token plays seat {seat}, not seat {body.seat}")
+        command = _command(body, seat)
+        command_id = f"gw:{seat}:{key}"
+        outcome, done = await self._await(match_id, command_id, command)
+        if outcome is not None and outcome.rejection is not None:
+            r = outcome.rejection
+            log.debug("move rejected", match_id=match_id, seat=seat, reason=r.reason)
+            return Response.json(
+                {"error": "rejected", **_why(r), "message": r.message, "accepted": False},
+                409,
+                headers,
+            )
+        if outcome is not None:
+            return Response.json(
+                {"accepted": True, "version": outcome.version, "replayed": False}, 200, headers
+            )
+        if done is None:
+            return Response.json(
+                {
+                    "error": "timeout",
+                    "message": "no answer from the referee in time; the move may still be "
+                    "applied: send it again with the same Idempotency-Key",
+                },
+                504,
+                headers,
+            )
+        first = _first(done)
+        records = await self.store.read(match_id, first, first)
+        if records and not _same_move(JSON.decode_envelope(records[0].data).event, command):
+            raise ApiError(
+                409,
+                "idempotency_key_reused",
+                f"Idempotency-Key {key!r} was already used for a different move",
+            )
+        return Response.json({"accepted": True, "version": first, "replayed": True}, 200, headers)
+
+    # -- misc ----------------------------------------------------------------------------------
+
+    async def health(self, request: Request) -> Response:
+        """GET /healthz."""
+        await self.redis.ping()
+        return Response.json({"ok": True, "following": len(self.hub.feeds)})
+
+    async def openapi(self, request: Request) -> Response:
+        """GET /openapi.json."""
+        return Response.json(openapi())
+
+
+def _command(body: PlayBody | DrawBody | PassBody, seat: int) -> Move:
+    if isinstance(body, PlayBody):
+        return PlayTile(seat=seat, tile=body.tile, end=body.end)
+    if isinstance(body, DrawBody):
+        return DrawTile(seat=seat)
+    return PassTurn(seat=seat)
+
+
+def _same_move(event: AnyEvent, command: Move) -> bool:
+    """Whether the event an earlier command made is what ``command`` asks for."""
+    if isinstance(command, PlayTile):
+        return (
+            isinstance(event, TilePlayed)
+            and tuple(sorted(event.tile)) == tuple(sorted(command.tile))
+            and (command.end is None or command.end == event.end)
+        )
+    if isinstance(command, DrawTile):
+        return isinstance(event, TileDrawn)
+    return isinstance(event, TurnPassed)
+
+
+def _first(done: bytes) -> int:
+    """The first version an applied command made, from its dedupe entry ``first:last``."""
+    return int(done.split(b":")[0])
+
+
+def _why(r: Rejection) -> dict[str, str]:
+    """The engine's reason and rule, for an error body."""
+    return {"reason": r.reason, "rule": r.rule}
+
+
+async def _not_found(request: StarletteRequest, exc: Exception) -> JSONResponse:
+    return JSONResponse(
+        {"error": "not_found", "message": f"no such endpoint {request.url.path}"}, 404
+    )
+
+
+async def _http_error(request: StarletteRequest, exc: Exception) -> JSONResponse:
+    status = exc.status_code if isinstance(exc, HTTPException) else 500
+    code = "method_not_allowed" if status == 405 else "http_error"
+    message = f"{request.method} is not allowed here" if status == 405 else str(exc)
+    headers = getattr(exc, "headers", None)
+    return JSONResponse({"error": code, "message": message}, status, headers=headers)
+
+
+def create_app(
+    settings: Settings, config: GatewaySettings | None = None, redis_url: str | None = None
+) -> Starlette:
+    """The gateway app for ``settings`` (Redis, prefix, partitions) and ``config`` (limits)."""
+    url = redis_url or settings.redis_url
+    if not url:
+        raise ValueError("the gateway needs a Redis: set REDIS_URL")
+    gw = Gateway(settings, config or GatewaySettings(), url)
+    m = f"{API}/matches/{{match_id}}"
+    routes = [
+        Route("/healthz", Endpoint(gw.health), methods=["GET"]),
+        Route(f"{API}/openapi.json", Endpoint(gw.openapi), methods=["GET"]),
+        Route(f"{API}/matches", Endpoint(gw.list_matches), methods=["GET"]),
+        Route(f"{API}/matches", Endpoint(gw.create_match), methods=["POST"]),
+        Route(f"{API}/seat", Endpoint(gw.whoami), methods=["GET"]),
+        Route(m, Endpoint(gw.get_match), methods=["GET"]),
+        Route(f"{m}/join", Endpoint(gw.join), methods=["POST"]),
+        Route(f"{m}/stream", Endpoint(gw.spectate), methods=["GET"]),
+        Route(f"{m}/seats/{{seat:int}}/stream", Endpoint(gw.seat_stream), methods=["GET"]),
+        Route(f"{m}/seats/{{seat:int}}/moves", Endpoint(gw.move), methods=["POST"]),
+    ]
+    app = Starlette(
+        routes=routes,
+        lifespan=gw.lifespan,
+        exception_handlers={404: _not_found, 405: _http_error},
+    )
+    app.state.gateway = gw
+    return app

@@ -1,0 +1,189 @@
+"""A thin request/response layer over ASGI for the gateway's handlers.
+
+Handlers take a :class:`Request` and return a :class:`Response`; any :class:`ApiError` or
+:class:`LimitExceeded` they raise becomes a typed JSON error, and anything unexpected a JSON
+500 with the details in the log only. Bodies are read with a size limit, so a huge body is
+refused before it is buffered.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl
+
+import msgspec
+import structlog
+from redis.exceptions import RedisError
+from starlette.types import Receive, Scope, Send
+
+from services.gateway.limits import LimitExceeded
+
+log = structlog.get_logger()
+T = TypeVar("T")
+_ENCODER = msgspec.json.Encoder()
+JSON_TYPE = (b"content-type", b"application/json")
+
+
+class ApiError(Exception):
+    """Raised by a handler to answer with ``status`` and ``{"error": code, "message": ...}``
+    (plus any extra fields)."""
+
+    def __init__(self, status: int, code: str, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.extra = extra
+
+    def response(self) -> Response:
+        """The error as a JSON response."""
+        return Response.json(
+            {"error": self.code, "message": str(self), **self.extra}, status=self.status
+        )
+
+
+class Response:
+    """A complete response: status, headers and a body."""
+
+    __slots__ = ("body", "headers", "status")
+
+    def __init__(
+        self, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None
+    ) -> None:
+        self.status = status
+        self.body = body
+        self.headers = headers or []
+
+    @classmethod
+    def json(
+        cls, payload: Any, status: int = 200, headers: list[tuple[bytes, bytes]] | None = None
+    ) -> Response:
+        """A JSON response."""
+        return cls(status, _ENCODER.encode(payload), [JSON_TYPE, *(headers or [])])
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = [*self.headers, (b"content-length", b"%d" % len(self.body))]
+        await send({"type": "http.response.start", "status": self.status, "headers": headers})
+        await send({"type": "http.response.body", "body": self.body})
+
+
+class Request:
+    """The parts of an HTTP request the handlers use."""
+
+    __slots__ = ("_headers", "_query", "receive", "scope")
+
+    def __init__(self, scope: Scope, receive: Receive) -> None:
+        self.scope = scope
+        self.receive = receive
+        self._headers: dict[bytes, bytes] | None = None
+        self._query: dict[str, str] | None = None
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The path parameters."""
+        params: dict[str, Any] = self.scope.get("path_params", {})
+        return params
+
+    def header(self, name: bytes) -> str | None:
+        """A request header (lower-case name), or None."""
+        if self._headers is None:
+            self._headers = dict(self.scope["headers"])
+        value = self._headers.get(name)
+        return None if value is None else value.decode("latin-1")
+
+    def query(self, name: str) -> str | None:
+        """A query parameter, or None."""
+        if self._query is None:
+            self._query = dict(parse_qsl(self.scope.get("query_string", b"").decode("latin-1")))
+        return self._query.get(name)
+
+    @property
+    def client(self) -> str:
+        """The client's address."""
+        client = self.scope.get("client")
+        return str(client[0]) if client else "-"
+
+    async def body(self, limit: int) -> bytes:
+        """The whole body; raise ApiError 413 past ``limit`` bytes without reading it all."""
+        declared = self.header(b"content-length")
+        if declared is not None:
+            if not declared.isdigit():
+                raise ApiError(400, "bad_request", "Content-Length is not a number")
+            if int(declared) > limit:
+                raise _too_large(limit)
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await self.receive()
+            if message["type"] == "http.disconnect":
+                raise ApiError(400, "bad_request", "the client went away")
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise _too_large(limit)
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+
+def _too_large(limit: int) -> ApiError:
+    return ApiError(
+        413,
+        "body_too_large",
+        f"request bodies are limited to {limit} bytes",
+        limit="body_bytes",
+        max=limit,
+    )
+
+
+Handler = Callable[[Request], Awaitable[Callable[[Scope, Receive, Send], Awaitable[None]]]]
+
+
+class Endpoint:
+    """An ASGI app around one handler: errors become typed JSON answers."""
+
+    def __init__(self, handler: Handler) -> None:
+        self.handler = handler
+        self.__name__ = getattr(handler, "__name__", "endpoint")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        try:
+            response = await self.handler(request)
+        except ApiError as e:
+            response = e.response()
+        except LimitExceeded as e:
+            response = limited(e)
+        except RedisError as e:
+            log.warning("redis failed", path=scope.get("path"), error=repr(e))
+            response = ApiError(503, "unavailable", "the store is unavailable; retry").response()
+        except Exception:
+            log.exception("request failed", path=scope.get("path"), method=scope.get("method"))
+            response = ApiError(500, "internal", "the gateway failed; try again").response()
+        await response(scope, receive, send)
+
+
+def limited(e: LimitExceeded) -> Response:
+    """The 429 answer to a request over a limit."""
+    return Response.json(
+        {
+            "error": "rate_limited",
+            "limit": e.limit,
+            "retry_after": e.retry_after,
+            "message": str(e),
+        },
+        status=429,
+        headers=[(b"retry-after", b"%d" % max(1, math.ceil(e.retry_after)))],
+    )
+
+
+def decode_body(body: bytes, decoder: msgspec.json.Decoder[T], what: str) -> T:
+    """Decode a JSON body: ApiError 400 ``bad_json`` when it is not JSON, 422 ``invalid_<what>``
+    when it is JSON of the wrong shape (the message says where)."""
+    try:
+        return decoder.decode(body)
+    except msgspec.ValidationError as e:
+        raise ApiError(422, f"invalid_{what}", f"not a valid {what}: {e}") from None
+    except msgspec.DecodeError as e:
+        raise ApiError(400, "bad_json", f"the body is not valid JSON: {e}") from None

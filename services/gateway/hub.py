@@ -1,0 +1,488 @@
+"""The gateway's view of running matches: it follows the logs and feeds every stream.
+
+One task reads, with a single blocking ``XREAD``, every partition's notification log and the
+gateway's reply stream. For each match that has a stream open here, a :class:`Feed` folds the
+match's state from the log (read once from the match stream, then kept up to date from the
+notification log) and sends each receiver what it may see: events through
+``engine.views.redact`` and views through ``engine.views.view_for`` (C8). A move waiting for
+its outcome is resolved by the first event that carries its command id, or by the referee's
+``Rejected`` on the reply stream. Entries of matches nobody follows here are skipped unread.
+
+Versions make it exact: a feed applies version k only after k-1, skips what it has, and reads
+any gap back from the match stream; a stream resumed after version N is sent N+1.. from the
+match stream, then the feed's live events, with no gap or repeat between the two.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Sequence
+from typing import Any, cast
+
+import structlog
+from redis.asyncio import Redis
+
+from engine.game import evolve
+from engine.state import MatchState
+from engine.views import redact, view_for
+from events.codec import JSON, DecodeError
+from events.envelope import Envelope
+from events.model import AnyEvent, MatchEnded, Rejection, RoundEnded, TurnTimedOut
+from services.gateway.protocol import EventLine, Snapshot, TurnLine, frame
+from services.store.redis import RedisEventStore
+from services.streams import DATA
+from services.topology import Topology
+
+log = structlog.get_logger()
+
+LINGER_S = 30.0  # a feed nobody follows is kept this long, so a reconnect finds it warm
+
+
+class FeedUnavailable(Exception):
+    """Raised when a match's log could not be read (Redis failed while loading it)."""
+
+
+class Subscriber:
+    """One open stream: framed lines waiting to be written, for one seat or a spectator."""
+
+    __slots__ = (
+        "_waiter",
+        "after",
+        "chunks",
+        "everything",
+        "finished",
+        "limit",
+        "overflow",
+        "seat",
+        "size",
+        "sse",
+    )
+
+    def __init__(
+        self, seat: int | None, sse: bool, after: int, limit: int, everything: bool = True
+    ) -> None:
+        self.seat = seat
+        self.sse = sse
+        self.everything = everything  # every event, or only those :func:`essential` keeps
+        self.after = after  # live events up to this version are not sent (resumed streams)
+        self.limit = limit
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.finished = False
+        self.overflow = False
+        self._waiter: asyncio.Future[None] | None = None
+
+    def push(self, data: bytes) -> None:
+        """Queue bytes for the client; a client too far behind is cut off (it will resume)."""
+        if self.finished:
+            return
+        self.chunks.append(data)
+        self.size += len(data)
+        if self.size > self.limit:
+            self.overflow = True
+            self.chunks.clear()
+            self.finish()
+            return
+        self._wake()
+
+    def finish(self) -> None:
+        """Nothing more will come: the writer sends what is queued and ends the response."""
+        self.finished = True
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def take(self, timeout: float) -> bytes | None:
+        """Everything queued, at once; b"" after ``timeout`` with nothing to send; None at the
+        end."""
+        if not self.chunks and not self.finished:
+            loop = asyncio.get_running_loop()
+            waiter = self._waiter = loop.create_future()
+            handle = loop.call_later(timeout, _settle, waiter)
+            try:
+                await waiter
+            finally:
+                handle.cancel()
+                self._waiter = None
+        if not self.chunks:
+            return None if self.finished else b""
+        data = self.chunks[0] if len(self.chunks) == 1 else b"".join(self.chunks)
+        self.chunks.clear()
+        self.size = 0
+        return data
+
+
+def essential(event: AnyEvent, seat: int | None) -> bool:
+    """The events a stream with ``events=minimal`` still carries: the receiver's own timeouts
+    and the ends of rounds and of the match."""
+    if isinstance(event, TurnTimedOut):
+        return event.seat == seat
+    return isinstance(event, RoundEnded | MatchEnded)
+
+
+def _settle(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+class Feed:
+    """A match followed by this gateway: its state folded from the log, and its receivers."""
+
+    __slots__ = (
+        "buffer",
+        "idle_since",
+        "last_ts",
+        "loading",
+        "match_id",
+        "ready",
+        "state",
+        "subs",
+        "turn_sent",
+        "version",
+    )
+
+    def __init__(self, match_id: str) -> None:
+        self.match_id = match_id
+        self.state: MatchState | None = None
+        self.version = 0
+        self.last_ts = 0.0  # when the last append was written (deadlines count from it)
+        self.loading = True
+        self.ready = asyncio.Event()
+        self.buffer: list[Envelope] = []  # live entries that came while reading the log
+        self.subs: set[Subscriber] = set()
+        self.turn_sent = -1
+        self.idle_since = time.monotonic()
+
+    def deadline(self) -> float | None:
+        """When the current turn times out (the referee sets it in the same append)."""
+        state = self.state
+        if state is None or not state.deadline_ms or state.phase != "playing":
+            return None
+        return self.last_ts + state.deadline_ms / 1000
+
+    def view_line(self, seat: int | None, sse: bool, snapshot: bool) -> bytes:
+        """The receiver's view now: a snapshot, or the turn line of the seat to move."""
+        state = self.state
+        if state is None:
+            line: Snapshot | TurnLine = Snapshot(id=0, match_id=self.match_id, seat=seat, view=None)
+            return frame(line, sse)
+        mine = state.phase == "playing" and seat is not None and state.turn == seat
+        deadline = self.deadline() if mine else None
+        view = view_for(state, seat)
+        if snapshot:
+            line = Snapshot(
+                id=self.version, match_id=self.match_id, seat=seat, view=view, deadline=deadline
+            )
+        else:
+            line = TurnLine(id=self.version, view=view, deadline=deadline)
+        return frame(line, sse)
+
+    @property
+    def my_turn_seat(self) -> int | None:
+        """The seat to move, while a round is being played."""
+        state = self.state
+        return state.turn if state is not None and state.phase == "playing" else None
+
+    @property
+    def over(self) -> bool:
+        """The match has ended."""
+        return self.state is not None and self.state.phase == "over"
+
+
+class Outcome:
+    """What became of a command: accepted at ``version``, or rejected."""
+
+    __slots__ = ("rejection", "version")
+
+    def __init__(self, version: int | None = None, rejection: Rejection | None = None) -> None:
+        self.version = version
+        self.rejection = rejection
+
+
+class Hub:
+    """Follows matches from the notification logs; feeds streams and resolves waiting moves."""
+
+    def __init__(
+        self,
+        redis: Redis,
+        store: RedisEventStore,
+        topo: Topology,
+        replies: str,
+        buffer_limit: int,
+    ) -> None:
+        self.redis = redis
+        self.store = store
+        self.topo = topo
+        self.replies = replies
+        self.buffer_limit = buffer_limit
+        self.feeds: dict[str, Feed] = {}
+        self._waiters: dict[tuple[str, str], list[asyncio.Future[Outcome]]] = {}
+        self._watched: dict[str, int] = {}  # match -> moves waiting on it
+        self._positions: dict[str, bytes | str] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self.events_read = 0
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start reading after everything already in the logs and the reply stream."""
+        keys = [self.topo.log(p) for p in range(self.topo.partitions)] + [self.replies]
+        pipe = self.redis.pipeline(transaction=False)
+        for key in keys:
+            pipe.xrevrange(key, "+", "-", count=1)
+        for key, last in zip(keys, await pipe.execute(), strict=True):
+            self._positions[key] = last[0][0] if last else b"0-0"
+        self._tasks = [
+            asyncio.create_task(self._tail(), name="tail"),
+            asyncio.create_task(self._janitor(), name="janitor"),
+        ]
+
+    async def stop(self) -> None:
+        """Stop following; every open stream ends."""
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for feed in self.feeds.values():
+            for sub in feed.subs:
+                sub.finish()
+        for futures in self._waiters.values():
+            for fut in futures:
+                fut.cancel()
+
+    # -- streams -------------------------------------------------------------------------------
+
+    async def follow(self, match_id: str) -> Feed:
+        """The match's feed, read from its log when nobody here followed it yet."""
+        feed = self.feeds.get(match_id)
+        if feed is None:
+            feed = self.feeds[match_id] = Feed(match_id)
+            asyncio.create_task(self._load(feed))  # noqa: RUF006 - the feed holds the outcome
+        if not feed.ready.is_set():
+            await feed.ready.wait()
+        if self.feeds.get(match_id) is not feed:
+            raise FeedUnavailable(f"the log of match {match_id!r} could not be read")
+        return feed
+
+    def subscribe(
+        self,
+        feed: Feed,
+        seat: int | None,
+        sse: bool,
+        after: int | None,
+        everything: bool = True,
+    ) -> tuple[Subscriber, int]:
+        """Open a stream on a ready feed; return it and the version it starts from.
+
+        A fresh stream (``after`` None) starts with a snapshot; a resumed one needs the events
+        after ``after`` up to the returned version (see :meth:`backlog`), then goes live.
+        """
+        version = feed.version
+        start = version if after is None else max(after, version)
+        sub = Subscriber(seat, sse, start, self.buffer_limit, everything)
+        if after is None:
+            sub.push(feed.view_line(seat, sse, snapshot=True))
+        feed.subs.add(sub)
+        if feed.over:
+            sub.finish()
+        return sub, version
+
+    async def backlog(self, feed: Feed, sub: Subscriber, after: int, upto: int) -> list[bytes]:
+        """The events after ``after`` up to ``upto`` for a resumed stream, then its turn if it
+        is still its move at ``upto``."""
+        out: list[bytes] = []
+        if after < upto:
+            for record in await self.store.read(feed.match_id, after + 1, upto):
+                env = JSON.decode_envelope(record.data)
+                if not sub.everything and not essential(env.event, sub.seat):
+                    continue
+                line = EventLine(id=env.version, event=redact(env.event, sub.seat))
+                out.append(frame(line, sub.sse))
+        if sub.seat is not None and feed.version == upto and feed.my_turn_seat == sub.seat:
+            out.append(feed.view_line(sub.seat, sub.sse, snapshot=False))
+        return out
+
+    def unsubscribe(self, feed: Feed, sub: Subscriber) -> None:
+        """A stream ended."""
+        sub.finish()
+        feed.subs.discard(sub)
+        if not feed.subs:
+            feed.idle_since = time.monotonic()
+
+    # -- moves ---------------------------------------------------------------------------------
+
+    def expect(self, match_id: str, command_id: str) -> asyncio.Future[Outcome]:
+        """A future resolved by the command's first event or by its rejection."""
+        fut: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault((match_id, command_id), []).append(fut)
+        self._watched[match_id] = self._watched.get(match_id, 0) + 1
+        return fut
+
+    def forget(self, match_id: str, command_id: str, fut: asyncio.Future[Outcome]) -> None:
+        """Stop waiting for a command (answered, timed out or given up)."""
+        futures = self._waiters.get((match_id, command_id))
+        if futures is not None:
+            with contextlib.suppress(ValueError):
+                futures.remove(fut)
+            if not futures:
+                del self._waiters[(match_id, command_id)]
+        n = self._watched.get(match_id, 0) - 1
+        if n > 0:
+            self._watched[match_id] = n
+        else:
+            self._watched.pop(match_id, None)
+
+    # -- reading -------------------------------------------------------------------------------
+
+    async def _tail(self) -> None:
+        while True:
+            try:
+                reply = await self.redis.xread(cast(dict[Any, Any], self._positions), block=1000)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("reading the logs failed; retrying")
+                await asyncio.sleep(0.5)
+                continue
+            if reply:
+                self._dispatch(cast(list[Any], reply))
+
+    def _dispatch(self, reply: Sequence[Any]) -> None:
+        touched: dict[str, Feed] = {}
+        feeds, watched = self.feeds, self._watched
+        for raw_key, entries in reply:
+            key = raw_key.decode() if isinstance(raw_key, bytes) else raw_key
+            self._positions[key] = entries[-1][0]
+            if key == self.replies:
+                self._rejections(entries)
+                continue
+            for _, fields in entries:
+                match_id = fields[b"match"].decode()
+                feed = feeds.get(match_id)
+                if feed is None and match_id not in watched:
+                    continue
+                try:
+                    env = JSON.decode_envelope(fields[DATA])
+                except DecodeError as e:
+                    log.error("unreadable log entry", match_id=match_id, error=str(e))
+                    continue
+                self.events_read += 1
+                if match_id in watched:
+                    self._resolve(match_id, env.command_id, Outcome(version=env.version))
+                if feed is not None:
+                    if feed.loading:
+                        feed.buffer.append(env)
+                    else:
+                        self._apply(feed, env)
+                        touched[match_id] = feed
+        for feed in touched.values():
+            self._settle_turn(feed)
+
+    def _rejections(self, entries: Sequence[Any]) -> None:
+        for _, fields in entries:
+            try:
+                message = JSON.decode_rejected(fields.get(DATA, b""))
+            except DecodeError as e:
+                log.error("unreadable reply", error=str(e))
+                continue
+            self._resolve(
+                message.match_id, message.command_id, Outcome(rejection=message.rejection)
+            )
+
+    def _resolve(self, match_id: str, command_id: str, outcome: Outcome) -> None:
+        for fut in self._waiters.get((match_id, command_id), ()):
+            if not fut.done():
+                fut.set_result(outcome)
+
+    def _apply(self, feed: Feed, env: Envelope) -> None:
+        """Fold one event and send it to every receiver, redacted for each (C8)."""
+        version = env.version
+        if version <= feed.version:
+            return
+        if version != feed.version + 1:  # a gap: read it back from the match stream
+            feed.loading = True
+            feed.buffer.append(env)
+            asyncio.create_task(self._load(feed))  # noqa: RUF006
+            return
+        event = env.event
+        feed.state = evolve(feed.state, event)
+        feed.version = version
+        feed.last_ts = env.ts
+        if not feed.subs:
+            return
+        framed: dict[tuple[bool, int | None], bytes] = {}
+        for sub in feed.subs:
+            if version <= sub.after:
+                continue
+            if not sub.everything and not essential(event, sub.seat):
+                continue
+            seen = redact(event, sub.seat)
+            key = (sub.sse, -1 if seen is event else sub.seat)
+            data = framed.get(key)
+            if data is None:
+                data = framed[key] = frame(EventLine(id=version, event=seen), sub.sse)
+            sub.push(data)
+
+    def _settle_turn(self, feed: Feed) -> None:
+        """After a batch: tell the seat to move that it is its turn; end streams at the end."""
+        if feed.over:
+            for sub in feed.subs:
+                sub.finish()
+            return
+        seat = feed.my_turn_seat
+        if seat is None or feed.turn_sent == feed.version:
+            return
+        feed.turn_sent = feed.version
+        lines: dict[bool, bytes] = {}
+        for sub in feed.subs:
+            if sub.seat == seat and sub.after < feed.version:
+                data = lines.get(sub.sse)
+                if data is None:
+                    data = lines[sub.sse] = feed.view_line(seat, sub.sse, snapshot=False)
+                sub.push(data)
+
+    async def _load(self, feed: Feed) -> None:
+        """Read the match stream from where the feed is, then what came meanwhile."""
+        try:
+            while True:
+                records = await self.store.read(feed.match_id, feed.version + 1)
+                for record in records:
+                    self._apply_loaded(feed, JSON.decode_envelope(record.data))
+                buffered = sorted(feed.buffer, key=lambda e: e.version)
+                feed.buffer.clear()
+                for env in buffered:
+                    if env.version > feed.version + 1:
+                        feed.buffer.append(env)
+                    else:
+                        self._apply_loaded(feed, env)
+                if not feed.buffer:
+                    break
+        except Exception:
+            log.exception("reading a match log failed", match_id=feed.match_id)
+            for sub in feed.subs:
+                sub.finish()
+            self.feeds.pop(feed.match_id, None)
+        finally:
+            feed.loading = False
+            feed.ready.set()
+        self._settle_turn(feed)
+
+    def _apply_loaded(self, feed: Feed, env: Envelope) -> None:
+        if env.version == feed.version + 1:
+            feed.loading = False
+            self._apply(feed, env)
+            feed.loading = True
+
+    async def _janitor(self) -> None:
+        while True:
+            await asyncio.sleep(5.0)
+            now = time.monotonic()
+            for match_id, feed in list(self.feeds.items()):
+                if feed.subs or feed.loading:
+                    continue
+                if feed.over or now - feed.idle_since > LINGER_S:
+                    del self.feeds[match_id]

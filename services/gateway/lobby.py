@@ -1,0 +1,283 @@
+"""The lobby's records: matches waiting for players, their seats, and seat tokens.
+
+A match created through the lobby is a hash ``<prefix>:{pN}:seat:<match>`` in its partition
+until every open seat is taken; then the gateway sends ``CreateMatch`` with the players'
+names, so no seat's clock runs before its bot has joined. A seat token is shown once, at
+join, and stored only as its SHA-256: in the match's hash (``token:<seat>``) and in an index
+``<prefix>:{pK}:token:<sha256>`` (K from the hash) that tells which match and seat it opens.
+Open matches are listed in ``<prefix>:{pN}:lobby`` (a sorted set by creation time).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Any, cast
+
+import msgspec
+from redis.asyncio import Redis
+
+from engine.rules import Rules
+from events.codec import JSON
+from services.store.lua import LuaScript
+from services.topology import Topology
+
+_RULES = msgspec.json.Decoder(Rules)
+_POOLS = msgspec.json.Decoder(list[str | None])
+
+JOIN = LuaScript(
+    """
+-- KEYS: the match's seat hash, its partition's lobby set
+-- ARGV: match id, seat (-1: the first open one), token hash, name ('' keeps the default)
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return {-1}
+end
+local players = tonumber(redis.call('HGET', KEYS[1], 'players'))
+local seat = tonumber(ARGV[2])
+if seat < 0 then
+  for s = 0, players - 1 do
+    if redis.call('HGET', KEYS[1], 'seat:' .. s) == 'open' then
+      seat = s
+      break
+    end
+  end
+  if seat < 0 then
+    return {-3, 'full'}
+  end
+end
+if seat >= players then
+  return {-2}
+end
+local kind = redis.call('HGET', KEYS[1], 'seat:' .. seat)
+if kind ~= 'open' then
+  return {-3, kind}
+end
+redis.call('HSET', KEYS[1], 'seat:' .. seat, 'taken', 'token:' .. seat, ARGV[3])
+if ARGV[4] ~= '' then
+  redis.call('HSET', KEYS[1], 'name:' .. seat, ARGV[4])
+end
+local left = redis.call('HINCRBY', KEYS[1], 'open', -1)
+if left == 0 then
+  redis.call('HSET', KEYS[1], 'status', 'started')
+  redis.call('ZREM', KEYS[2], ARGV[1])
+end
+return {seat, left}
+"""
+)
+
+
+def new_token() -> str:
+    """A fresh seat token: 256 random bits, URL-safe."""
+    return secrets.token_urlsafe(32)
+
+
+def token_hash(token: str) -> str:
+    """What is stored of a token: its SHA-256, in hex."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class JoinError(Exception):
+    """Raised when a seat cannot be taken; ``code`` says why (no_match, no_such_seat, seat_taken,
+    seat_is_house_bot, match_full)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class Seat:
+    """One seat of a lobby match, as anyone may see it."""
+
+    seat: int
+    kind: str  # bot, open or taken
+    name: str
+    pool: str | None
+
+    def public(self) -> dict[str, Any]:
+        """The seat as JSON."""
+        return {"seat": self.seat, "kind": self.kind, "name": self.name, "pool": self.pool}
+
+
+@dataclass(frozen=True, slots=True)
+class LobbyMatch:
+    """A match created through the lobby: its rules, seats and whether it has started."""
+
+    match_id: str
+    rules: Rules
+    seats: tuple[Seat, ...]
+    deadline_ms: int
+    status: str  # open (waiting for players) or started
+    created: float
+
+    def public(self) -> dict[str, Any]:
+        """The match as JSON: nothing secret (no token hash)."""
+        return {
+            "match_id": self.match_id,
+            "status": self.status,
+            "rules": msgspec.to_builtins(self.rules),
+            "deadline_ms": self.deadline_ms,
+            "created": self.created,
+            "seats": [s.public() for s in self.seats],
+        }
+
+    @property
+    def pools(self) -> tuple[str | None, ...]:
+        """The house bot pool of each seat (None: played through the gateway)."""
+        return tuple(s.pool for s in self.seats)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The players' names by seat."""
+        return tuple(s.name for s in self.seats)
+
+
+class Lobby:
+    """Creates, joins and reads lobby matches and resolves seat tokens, in Redis."""
+
+    def __init__(self, redis: Redis, topo: Topology, ttl_s: int) -> None:
+        self.redis = redis
+        self.topo = topo
+        self.ttl_s = ttl_s
+
+    def key(self, match_id: str) -> str:
+        """The match's seat hash (raises InvalidMatchId for a bad id)."""
+        return (
+            f"{self.topo.prefix}:{self.topo.tag(self.topo.partition_of(match_id))}:seat:{match_id}"
+        )
+
+    def index(self, partition: int) -> str:
+        """The sorted set of a partition's open matches."""
+        return f"{self.topo.prefix}:{self.topo.tag(partition)}:lobby"
+
+    def token_key(self, digest: str) -> str:
+        """Where a token hash says which match and seat it opens."""
+        return f"{self.topo.prefix}:{self.topo.tag(self.topo.partition_of(digest))}:token:{digest}"
+
+    async def create(
+        self,
+        match_id: str,
+        rules: Rules,
+        pools: tuple[str | None, ...],
+        names: tuple[str, ...],
+        deadline_ms: int,
+    ) -> LobbyMatch:
+        """Store a new lobby match; open seats wait for players, house bot seats are set."""
+        now = time.time()
+        fields: dict[str, Any] = {
+            "rules": JSON.encode(rules),
+            "pools": msgspec.json.encode(list(pools)),
+            "players": len(pools),
+            "deadline_ms": deadline_ms,
+            "created": repr(now),
+        }
+        open_seats = 0
+        for seat, (pool, name) in enumerate(zip(pools, names, strict=True)):
+            fields[f"seat:{seat}"] = "bot" if pool is not None else "open"
+            fields[f"name:{seat}"] = name
+            open_seats += pool is None
+        fields["open"] = open_seats
+        fields["status"] = "open" if open_seats else "started"
+        key = self.key(match_id)
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.hset(key, mapping=cast(dict[Any, Any], fields))
+        pipe.expire(key, self.ttl_s)
+        if open_seats:
+            pipe.zadd(self.index(self.topo.partition_of(match_id)), {match_id: now})
+        await pipe.execute()
+        return _parse(match_id, {k.encode(): _bytes(v) for k, v in fields.items()})
+
+    async def join(
+        self, match_id: str, seat: int | None, name: str | None
+    ) -> tuple[LobbyMatch, int, str]:
+        """Take a seat; return the match as it is now, the seat and its token (shown once).
+
+        Raises JoinError when the match, the seat or a free seat does not exist.
+        """
+        token = new_token()
+        digest = token_hash(token)
+        partition = self.topo.partition_of(match_id)
+        # the index first: if the join then fails, the index points at a seat it does not hold
+        await self.redis.set(
+            self.token_key(digest), f"{match_id} {-1 if seat is None else seat}", ex=self.ttl_s
+        )
+        reply = await JOIN(
+            self.redis,
+            [self.key(match_id), self.index(partition)],
+            [match_id, -1 if seat is None else seat, digest, name or ""],
+        )
+        code = int(reply[0])
+        if code < 0:
+            await self.redis.delete(self.token_key(digest))
+            if code == -1:
+                raise JoinError("no_match", f"no open match {match_id!r} in the lobby")
+            if code == -2:
+                raise JoinError("no_such_seat", f"seat {seat} does not exist (C3)")
+            kind = reply[1].decode()
+            if kind == "full":
+                raise JoinError("match_full", "every seat of this match is taken")
+            if kind == "bot":
+                raise JoinError("seat_is_house_bot", f"seat {seat} is played by a house bot")
+            raise JoinError("seat_taken", f"seat {seat} is already taken")
+        taken = code
+        await self.redis.set(self.token_key(digest), f"{match_id} {taken}", ex=self.ttl_s)
+        match = await self.get(match_id)
+        assert match is not None
+        return match, taken, token
+
+    async def get(self, match_id: str) -> LobbyMatch | None:
+        """A lobby match, or None."""
+        raw = cast(dict[bytes, bytes], await self.redis.hgetall(self.key(match_id)))
+        return _parse(match_id, raw) if raw else None
+
+    async def open_matches(self, limit: int = 100) -> list[LobbyMatch]:
+        """Matches waiting for players, oldest first."""
+        out: list[LobbyMatch] = []
+        for p in range(self.topo.partitions):
+            ids = cast(list[bytes], await self.redis.zrange(self.index(p), 0, limit - 1))
+            for raw_id in ids:
+                match = await self.get(raw_id.decode())
+                if match is None:  # expired
+                    await self.redis.zrem(self.index(p), raw_id)
+                elif match.status == "open":
+                    out.append(match)
+        out.sort(key=lambda m: m.created)
+        return out[:limit]
+
+    async def resolve(self, token: str) -> tuple[str, int] | None:
+        """The match and seat a token opens, or None for a token this lobby never issued."""
+        digest = token_hash(token)
+        raw = cast(bytes | None, await self.redis.get(self.token_key(digest)))
+        if raw is None:
+            return None
+        match_id, _, seat_text = raw.decode().partition(" ")
+        seat = int(seat_text)
+        if seat < 0:
+            return None
+        stored = cast(bytes | None, await self.redis.hget(self.key(match_id), f"token:{seat}"))
+        if stored is None or not secrets.compare_digest(stored.decode(), digest):
+            return None
+        return match_id, seat
+
+
+def _bytes(value: Any) -> bytes:
+    return value if isinstance(value, bytes) else str(value).encode()
+
+
+def _parse(match_id: str, raw: dict[bytes, bytes]) -> LobbyMatch:
+    fields = {k.decode(): v.decode() for k, v in raw.items()}
+    pools = _POOLS.decode(fields["pools"])
+    seats = tuple(
+        Seat(seat=i, kind=fields.get(f"seat:{i}", "open"), name=fields.get(f"name:{i}", ""), pool=p)
+        for i, p in enumerate(pools)
+    )
+    return LobbyMatch(
+        match_id=match_id,
+        rules=_RULES.decode(fields["rules"]),
+        seats=seats,
+        deadline_ms=int(fields["deadline_ms"]),
+        status=fields["status"],
+        created=float(fields["created"]),
+    )

@@ -1,0 +1,80 @@
+"""A long-lived response that writes a subscriber's lines as they come, with keep-alives."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+
+from starlette.types import Receive, Scope, Send
+
+from services.gateway.hub import Feed, Hub, Subscriber
+from services.gateway.protocol import KEEPALIVE_NDJSON, KEEPALIVE_SSE
+
+NDJSON = b"application/x-ndjson"
+SSE = b"text/event-stream"
+
+
+class StreamResponse:
+    """Writes ``first`` (snapshot or backlog), then the subscriber's lines until the match ends
+    or the client goes away; a keep-alive after ``keepalive`` seconds of silence."""
+
+    def __init__(
+        self,
+        hub: Hub,
+        feed: Feed,
+        sub: Subscriber,
+        first: list[bytes],
+        keepalive: float,
+        on_close: Callable[[], None],
+    ) -> None:
+        self.hub = hub
+        self.feed = feed
+        self.sub = sub
+        self.first = first
+        self.keepalive = keepalive
+        self.on_close = on_close
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        sub = self.sub
+        watcher = asyncio.create_task(self._watch(receive))
+        try:
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [
+                        (b"content-type", SSE if sub.sse else NDJSON),
+                        (b"cache-control", b"no-cache"),
+                        (b"x-accel-buffering", b"no"),
+                    ],
+                }
+            )
+            ping = KEEPALIVE_SSE if sub.sse else KEEPALIVE_NDJSON
+            if self.first:
+                await send(
+                    {"type": "http.response.body", "body": b"".join(self.first), "more_body": True}
+                )
+            while True:
+                data = await sub.take(self.keepalive)
+                if data is None:
+                    break
+                await send({"type": "http.response.body", "body": data or ping, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except OSError:
+            pass  # the client went away while we wrote
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+            self.hub.unsubscribe(self.feed, sub)
+            self.on_close()
+
+    async def _watch(self, receive: Receive) -> None:
+        """End the stream as soon as the client disconnects, not at the next write."""
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                self.sub.chunks.clear()
+                self.sub.finish()
+                return
