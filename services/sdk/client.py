@@ -1,0 +1,342 @@
+"""HTTP clients for the gateway: the lobby, and one seat's stream and moves.
+
+Everything here survives the network: a dropped stream reconnects and resumes after the last
+event id it saw (nothing lost, nothing repeated); a 429 waits as long as the gateway says; a
+move that got no answer is sent again with the same Idempotency-Key, so it is applied once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import ssl
+import sys
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import httpx
+import msgspec
+import structlog
+
+from events.model import MatchEnded, Move
+from services.gateway.protocol import EventLine, Line
+
+log = structlog.get_logger()
+API = "/api/v1"
+_LINE = msgspec.json.Decoder(Line)
+_ENCODER = msgspec.json.Encoder()
+RETRYABLE = frozenset({502, 503, 504})
+
+try:  # httpcore imports sniffio on every request; a failed import costs ~0.3 ms each time
+    import sniffio  # type: ignore[import-not-found]  # noqa: F401
+except ImportError:
+    sys.modules.setdefault("sniffio", None)  # type: ignore[arg-type]  # fails fast from now on
+
+
+@cache
+def _tls() -> ssl.SSLContext:
+    """One TLS context for every client: loading the CA bundle takes ~50 ms each time."""
+    return ssl.create_default_context()
+
+
+class GatewayError(Exception):
+    """Raised for an answer the client cannot act on: its HTTP ``status``, the JSON ``body``
+    and the error ``code`` in it (e.g. ``unauthorized``, ``wrong_seat``)."""
+
+    def __init__(self, status: int, body: dict[str, Any]) -> None:
+        self.status = status
+        self.body = body
+        self.code = str(body.get("error", "http_error"))
+        super().__init__(f"{status} {self.code}: {body.get('message', '')}")
+
+
+class MoveRejected(GatewayError):
+    """Raised when the referee refused a move: ``reason`` and ``rule`` say why (C-rules)."""
+
+    @property
+    def reason(self) -> str:
+        """The engine's reason code, e.g. ``not_your_turn``."""
+        return str(self.body.get("reason", ""))
+
+    @property
+    def rule(self) -> str:
+        """The rule the move broke, e.g. ``C4``."""
+        return str(self.body.get("rule", ""))
+
+
+@dataclass(frozen=True, slots=True)
+class Seat:
+    """A seat someone plays: its match, its number and its token."""
+
+    match_id: str
+    seat: int
+    token: str
+
+
+@dataclass(frozen=True, slots=True)
+class MoveResult:
+    """An accepted move: the match version of its first event; ``replayed`` if an earlier
+    request with the same key had already been applied."""
+
+    version: int
+    replayed: bool
+
+
+def _body(response: httpx.Response) -> dict[str, Any]:
+    try:
+        data = response.json()
+    except ValueError:
+        return {"error": "http_error", "message": response.text[:200]}
+    return data if isinstance(data, dict) else {"error": "http_error", "message": str(data)}
+
+
+def _retry_after(response: httpx.Response) -> float:
+    body = _body(response)
+    value = body.get("retry_after")
+    if isinstance(value, int | float) and value >= 0:
+        return float(value)
+    header = response.headers.get("retry-after", "1")
+    return float(header) if header.replace(".", "", 1).isdigit() else 1.0
+
+
+class _Http:
+    """An httpx client (ours or the caller's) and the retry policy shared by the clients."""
+
+    def __init__(
+        self,
+        url: str,
+        client: httpx.AsyncClient | None,
+        retries: int,
+        max_backoff: float,
+    ) -> None:
+        self.base = url.rstrip("/")
+        self.own = client is None
+        self.http = client or httpx.AsyncClient(
+            timeout=httpx.Timeout(15.0, connect=5.0), verify=_tls()
+        )
+        self.retries = retries
+        self.max_backoff = max_backoff
+
+    def backoff(self, attempt: int) -> float:
+        """Exponential backoff with jitter, capped."""
+        delay: float = min(self.max_backoff, 0.05 * 2.0**attempt)
+        return delay * (0.5 + random.random() / 2)
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        headers: dict[str, str] | None = None,
+        content: bytes | None = None,
+        params: dict[str, str] | None = None,
+    ) -> httpx.Response:
+        """Send, honouring 429s and retrying network errors and 502/503/504 with backoff."""
+        attempt = 0
+        while True:
+            try:
+                response = await self.http.request(
+                    method, self.base + path, headers=headers, content=content, params=params
+                )
+            except httpx.TransportError as e:
+                if attempt >= self.retries:
+                    raise
+                log.info("request failed; retrying", path=path, error=repr(e))
+                await asyncio.sleep(self.backoff(attempt))
+                attempt += 1
+                continue
+            if response.status_code == 429 and attempt < self.retries:
+                wait = _retry_after(response)
+                log.info("rate limited", path=path, limit=_body(response).get("limit"), wait=wait)
+                await asyncio.sleep(wait)
+                attempt += 1
+                continue
+            if response.status_code in RETRYABLE and attempt < self.retries:
+                await asyncio.sleep(self.backoff(attempt))
+                attempt += 1
+                continue
+            return response
+
+    async def aclose(self) -> None:
+        """Close the httpx client if it is ours."""
+        if self.own:
+            await self.http.aclose()
+
+
+class LobbyClient:
+    """Create, list and join matches."""
+
+    def __init__(
+        self, url: str, *, client: httpx.AsyncClient | None = None, retries: int = 8
+    ) -> None:
+        self._http = _Http(url, client, retries, 5.0)
+
+    async def create(
+        self,
+        seats: Sequence[str | None],
+        *,
+        rules: dict[str, Any] | None = None,
+        names: Sequence[str] | None = None,
+        deadline_ms: int = 0,
+    ) -> dict[str, Any]:
+        """Open a match: a house bot pool per seat, None for a seat played from outside."""
+        body: dict[str, Any] = {"seats": list(seats), "deadline_ms": deadline_ms}
+        if rules is not None:
+            body["rules"] = rules
+        if names is not None:
+            body["names"] = list(names)
+        response = await self._http.request("POST", f"{API}/matches", content=_ENCODER.encode(body))
+        if response.status_code != 201:
+            raise GatewayError(response.status_code, _body(response))
+        match: dict[str, Any] = response.json()["match"]
+        return match
+
+    async def join(
+        self, match_id: str, *, name: str | None = None, seat: int | None = None
+    ) -> Seat:
+        """Take a seat (the first open one unless ``seat`` is given); return it with its token."""
+        body: dict[str, Any] = {}
+        if name is not None:
+            body["name"] = name
+        if seat is not None:
+            body["seat"] = seat
+        response = await self._http.request(
+            "POST", f"{API}/matches/{match_id}/join", content=_ENCODER.encode(body)
+        )
+        if response.status_code != 201:
+            raise GatewayError(response.status_code, _body(response))
+        data = response.json()
+        return Seat(match_id=data["match_id"], seat=data["seat"], token=data["token"])
+
+    async def matches(self, status: str = "open") -> list[dict[str, Any]]:
+        """Open, live or finished matches."""
+        response = await self._http.request("GET", f"{API}/matches", params={"status": status})
+        if response.status_code != 200:
+            raise GatewayError(response.status_code, _body(response))
+        rows: list[dict[str, Any]] = response.json()["matches"]
+        return rows
+
+    async def aclose(self) -> None:
+        """Close the connection pool (if the client created it)."""
+        await self._http.aclose()
+
+
+class SeatClient:
+    """One seat: its stream of lines (reconnecting, resuming) and its moves."""
+
+    def __init__(
+        self,
+        url: str,
+        token: str,
+        *,
+        client: httpx.AsyncClient | None = None,
+        retries: int = 8,
+        read_timeout: float = 35.0,
+    ) -> None:
+        self._http = _Http(url, client, retries, 5.0)
+        self._auth = {"authorization": f"Bearer {token}"}
+        self.read_timeout = read_timeout
+        self.match_id: str | None = None
+        self.seat: int | None = None
+        self.last_id: int | None = None  # the last event id seen: where a reconnect resumes
+        self.reconnects = 0
+
+    async def whoami(self) -> tuple[str, int]:
+        """The match and seat this token plays."""
+        response = await self._http.request("GET", f"{API}/seat", headers=self._auth)
+        if response.status_code != 200:
+            raise GatewayError(response.status_code, _body(response))
+        data = response.json()
+        self.match_id, self.seat = data["match_id"], data["seat"]
+        return data["match_id"], data["seat"]
+
+    def _path(self, what: str) -> str:
+        if self.match_id is None or self.seat is None:
+            raise RuntimeError("call whoami() first")
+        return f"{API}/matches/{self.match_id}/seats/{self.seat}/{what}"
+
+    async def lines(self, after: int | None = None, events: str = "all") -> AsyncIterator[Line]:
+        """The seat's lines, until the match ends: a snapshot first (or, with ``after``, the
+        events after that id), then events and turns. Reconnects resume after the last id.
+
+        ``events="minimal"`` leaves out every event but the seat's own timeouts and the ends
+        of rounds and of the match: enough for a bot that only answers its turns.
+        """
+        if after is not None:
+            self.last_id = after
+        attempt = 0
+        timeout = httpx.Timeout(10.0, read=self.read_timeout)
+        while True:
+            params = {"events": events}
+            if self.last_id is not None:
+                params["after"] = str(self.last_id)
+            try:
+                async with self._http.http.stream(
+                    "GET",
+                    self._http.base + self._path("stream"),
+                    headers=self._auth,
+                    params=params,
+                    timeout=timeout,
+                ) as response:
+                    status = response.status_code
+                    if status == 429:
+                        await response.aread()
+                        await asyncio.sleep(_retry_after(response))
+                        continue
+                    if status in RETRYABLE:
+                        await response.aread()
+                        raise httpx.TransportError(f"gateway answered {status}")
+                    if status != 200:
+                        await response.aread()
+                        raise GatewayError(status, _body(response))
+                    attempt = 0
+                    buffer = b""
+                    async for chunk in response.aiter_raw():
+                        buffer += chunk
+                        if b"\n" not in buffer:
+                            continue
+                        *complete, buffer = buffer.split(b"\n")
+                        for raw in complete:
+                            if not raw.strip():
+                                continue  # a keep-alive
+                            line = _LINE.decode(raw)
+                            self.last_id = line.id
+                            yield line
+                            if _ends(line):
+                                return
+            except (httpx.TransportError, httpx.StreamError) as e:
+                if attempt >= self._http.retries * 4:
+                    raise
+                log.info("stream dropped; resuming", after=self.last_id, error=repr(e))
+                await asyncio.sleep(self._http.backoff(attempt))
+                attempt += 1
+            self.reconnects += 1
+
+    async def move(self, move: Move, key: str) -> MoveResult:
+        """Post a move; raise MoveRejected when the referee refuses it, GatewayError for
+        anything else that is not an acceptance."""
+        response = await self._http.request(
+            "POST",
+            self._path("moves"),
+            headers={**self._auth, "idempotency-key": key, "content-type": "application/json"},
+            content=_ENCODER.encode(move),
+        )
+        body = _body(response)
+        if response.status_code == 200:
+            return MoveResult(version=int(body["version"]), replayed=bool(body["replayed"]))
+        if body.get("error") == "rejected":
+            raise MoveRejected(response.status_code, body)
+        raise GatewayError(response.status_code, body)
+
+    async def aclose(self) -> None:
+        """Close the connection pool (if the client created it)."""
+        await self._http.aclose()
+
+
+def _ends(line: Line) -> bool:
+    """Whether nothing can follow this line: the match is over."""
+    if isinstance(line, EventLine):
+        return isinstance(line.event, MatchEnded)
+    return line.view is not None and line.view.phase == "over"
