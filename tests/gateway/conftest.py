@@ -1,0 +1,157 @@
+"""A real hosted stack for gateway tests: the session's Redis; a referee, house bot workers and
+the projector as processes; and gateway processes (uvicorn) on free loopback ports.
+
+One stack serves the whole directory (its key prefix is its own). Two gateways share it: one
+with generous limits for playing, one with tight limits for the tests of the limits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+
+from engine.game import evolve
+from engine.state import MatchState
+from events.envelope import Envelope
+from services.config import Settings
+from services.supervisor import Stack
+from tests.service.conftest import read_log
+
+PLAY_LIMITS = {
+    "DOMINO_GATEWAY_LOBBY_PER_S": "500",
+    "DOMINO_GATEWAY_LOBBY_BURST": "500",
+    "DOMINO_GATEWAY_KEEPALIVE_S": "1",
+}
+STRICT_LIMITS = {
+    "DOMINO_GATEWAY_MOVES_PER_S": "4",
+    "DOMINO_GATEWAY_MOVE_BURST": "6",
+    "DOMINO_GATEWAY_STREAMS_PER_TOKEN": "2",
+    "DOMINO_GATEWAY_LOBBY_PER_S": "2",
+    "DOMINO_GATEWAY_LOBBY_BURST": "30",
+    "DOMINO_GATEWAY_MAX_BODY_BYTES": "2048",
+    "DOMINO_GATEWAY_KEEPALIVE_S": "1",
+}
+
+
+@dataclass
+class Gateways:
+    """The running stack and the gateways in front of it."""
+
+    stack: Stack
+    settings: Settings
+    redis_url: str
+    url: str  # generous limits
+    strict_url: str  # tight limits
+
+    def spawn_gateway(self, name: str, port: int, env: dict[str, str]) -> str:
+        """Start another gateway process on ``port``; return its URL once it answers."""
+        with _environ(env):
+            self.stack.spawn(name, "gateway", "--host", "127.0.0.1", "--port", str(port))
+        url = f"http://127.0.0.1:{port}"
+        wait_healthy(url, self.stack.processes[name])
+        return url
+
+    def log(self, match_id: str) -> list[Envelope]:
+        """A match's log, read straight from Redis."""
+        return asyncio.run(read_log(self.redis_url, self.settings, match_id))
+
+
+@pytest.fixture(scope="session")
+def gateways(redis_url: str) -> Iterator[Gateways]:
+    """Referee, random and greedy house bots, projector, and two gateways."""
+    settings = Settings(
+        redis_url=redis_url,
+        prefix=f"g{uuid.uuid4().hex[:10]}",
+        partitions=4,
+        claim_idle_ms=600,
+        log_level="warning",
+    )
+    with Stack(redis_url, settings, pools={"random": 1, "greedy": 1}) as stack:
+        g = Gateways(stack, settings, redis_url, "", "")
+        g.url = g.spawn_gateway("gateway", free_port(), PLAY_LIMITS)
+        g.strict_url = g.spawn_gateway("gateway-strict", free_port(), STRICT_LIMITS)
+        yield g
+
+
+@contextlib.contextmanager
+def _environ(env: dict[str, str]) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def wait_healthy(url: str, process: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
+    """Wait until the gateway answers /healthz; fail if it exits or takes too long."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"the gateway exited with status {process.returncode}")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"{url}/healthz", timeout=1.0).status_code == 200:
+                return
+        time.sleep(0.05)
+    pytest.fail(f"the gateway at {url} did not answer in {timeout} s")
+
+
+def create(url: str, seats: list[str | None], **body: Any) -> str:
+    """Create a lobby match; return its id."""
+    r = httpx.post(f"{url}/api/v1/matches", json={"seats": seats, **body})
+    assert r.status_code == 201, r.text
+    match_id: str = r.json()["match"]["match_id"]
+    return match_id
+
+
+def join(url: str, match_id: str, **body: Any) -> tuple[int, str]:
+    """Take a seat; return it and its token."""
+    r = httpx.post(f"{url}/api/v1/matches/{match_id}/join", json=body)
+    assert r.status_code == 201, r.text
+    data = r.json()
+    return data["seat"], data["token"]
+
+
+def states_by_version(log: list[Envelope]) -> dict[int, MatchState]:
+    """The match's state after each version (0: before the first event is None, left out)."""
+    out: dict[int, MatchState] = {}
+    state: MatchState | None = None
+    for env in log:
+        state = evolve(state, env.event)
+        out[env.version] = state.copy()
+    return out
+
+
+def wait_for_version(g: Gateways, match_id: str, at_least: int, timeout: float = 10.0) -> int:
+    """Poll a match's log until it has ``at_least`` events; return its length."""
+    deadline = time.monotonic() + timeout
+    while True:
+        n = len(g.log(match_id))
+        if n >= at_least:
+            return n
+        if time.monotonic() > deadline:
+            pytest.fail(f"match {match_id} stayed at version {n} (< {at_least})")
+        time.sleep(0.05)
