@@ -28,6 +28,7 @@ from events.envelope import CommandEnvelope, Envelope
 from events.model import (
     AnyCommand,
     AnyEvent,
+    DealRound,
     MatchCreated,
     MatchEnded,
     Rejection,
@@ -52,6 +53,8 @@ from services.topology import Topology
 
 log = structlog.get_logger()
 GROUP = "referee"
+REFEREE_ONLY = (DealRound, TimeOutTurn)
+"""Commands the referee makes itself; arriving on a command stream they are rejected."""
 EXTERNAL = "external"  # the pool of seats played from outside (through the gateway)
 
 
@@ -315,8 +318,13 @@ class Referee(GroupWorker):
         except ValueError as e:
             await self._reject(w, Rejection(reason="bad_command", rule="-", message=str(e)))
             return None
-        state = await self.load(match_id)
         command: AnyCommand = env.command
+        if w.entry is not None and isinstance(command, REFEREE_ONLY):
+            what = command.__struct_config__.tag
+            message = f"{what} comes from the referee alone: it deals and keeps the clock"
+            await self._reject(w, Rejection(reason="bad_command", rule="-", message=message))
+            return None
+        state = await self.load(match_id)
         result = decide(state, command)
         if isinstance(result, Rejection):
             if isinstance(command, TimeOutTurn):
@@ -418,6 +426,9 @@ class Referee(GroupWorker):
     async def _send_rejection(
         self, reply_to: str, match_id: str, command_id: str, rejection: Rejection
     ) -> None:
+        if not self.topo.is_reply_stream(reply_to):  # a sender names its own reply stream only
+            log.warning("rejection not sent: not a reply stream", reply_to=reply_to[:200])
+            return
         message = Rejected(match_id=match_id, command_id=command_id, rejection=rejection)
         await self.redis.xadd(reply_to, {b"__data__": JSON.encode(message)}, maxlen=10_000)
 

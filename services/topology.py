@@ -15,6 +15,7 @@ import re
 from services.store.keys import Keys
 
 _POOL = re.compile(r"[a-z0-9_\-]{1,32}")
+_SENDER = re.compile(r"[A-Za-z0-9_.:\-]{1,100}")
 
 
 class Topology(Keys):
@@ -34,7 +35,14 @@ class Topology(Keys):
 
     def replies(self, sender: str) -> str:
         """Where rejections for ``sender`` are sent."""
+        if _SENDER.fullmatch(sender) is None:
+            raise ValueError(f"invalid sender name {sender!r}")
         return f"{self.prefix}:replies:{sender}"
+
+    def is_reply_stream(self, key: str) -> bool:
+        """Whether ``key`` is some sender's reply stream (and nothing else)."""
+        head = f"{self.prefix}:replies:"
+        return key.startswith(head) and _SENDER.fullmatch(key[len(head) :]) is not None
 
     @property
     def dead_letters(self) -> str:

@@ -10,9 +10,17 @@ from redis.asyncio import Redis
 
 from engine.game import legal_moves
 from engine.rules import Rules
+from engine.tiles import full_set
 from events.codec import JSON
 from events.envelope import CommandEnvelope
-from events.model import CreateMatch, MatchEnded, PlayTile, Resign
+from events.model import (
+    CreateMatch,
+    DealRound,
+    MatchEnded,
+    PlayTile,
+    Resign,
+    TimeOutTurn,
+)
 from events.wire import Rejected
 from services.client import ServiceClient
 from services.config import Settings
@@ -66,7 +74,18 @@ def test_bad_commands_are_rejected_with_a_reason_and_leave_the_log_unchanged(
             huge = JSON.encode(bad_type).replace(b'"c-wrong-type"', b'"' + b"x" * 20_000 + b'"')
             await client.send_raw(match_id, huge)
             await client.send_raw(match_id, b"\xff not json at all")
-            rejected = await _rejections(client, 6)
+            await client.send(match_id, TimeOutTurn(seat=other, version=len(log)), "c-clock")
+            await client.send(
+                match_id, DealRound(order=tuple(full_set(6)), first_leader=0), "c-deal"
+            )
+            hijack = CommandEnvelope(
+                match_id=match_id,
+                command_id="c-hijack",
+                command=PlayTile(seat=other, tile=foreign),
+                reply_to=f"{settings.prefix}:{{p0}}:m:{match_id}",
+            )
+            await client.send_raw(match_id, JSON.encode(hijack))  # a reply stream it is not
+            rejected = await _rejections(client, 8)
             reasons = sorted((r.command_id[:20], r.rejection.reason) for r in rejected)
             assert reasons == sorted(
                 [
@@ -76,9 +95,11 @@ def test_bad_commands_are_rejected_with_a_reason_and_leave_the_log_unchanged(
                     ("c-wrong-type", "bad_command"),  # a string where a seat number goes
                     ("c-wrong-type", "bad_command"),  # an unknown command type
                     ("x" * 20, "bad_command"),  # over the size limit
+                    ("c-clock", "bad_command"),  # only the referee times turns out
+                    ("c-deal", "bad_command"),  # only the referee deals
                 ]
             ), rejected
-            assert sum(r.rejection.reason == "bad_command" for r in rejected) == 3
+            assert sum(r.rejection.reason == "bad_command" for r in rejected) == 5
             assert len(await read_log(redis_url, settings, match_id)) == len(log)
             dead = await redis.xrange(f"{settings.prefix}:dead")
             assert any(b"not json" in fields[b"__data__"] for _, fields in dead)
