@@ -42,6 +42,8 @@ def cmd_gateway(args: argparse.Namespace) -> int:
         http="httptools",
         lifespan="on",
         access_log=False,
+        proxy_headers=False,  # run it behind a proxy that sets them, and say so, if needed
+        server_header=False,
         log_level="warning",
         timeout_graceful_shutdown=2,
     )

@@ -150,6 +150,7 @@ def test_dropped_seat_and_spectator_streams_resume_with_nothing_lost_or_repeated
         assert e["event"] == builtins(redact(log[e["id"] - 1].event, seat))
     turns = [x for x in lines if x["type"] == "turn"]
     assert turns
+    assert len({t["id"] for t in turns}) == len(turns)  # each turn once (we drop after moving)
     for t in turns:
         assert states[t["id"]].turn == seat
         assert t["view"] == builtins(view_for(states[t["id"]], seat))
