@@ -1,0 +1,295 @@
+"""External SDK bots over HTTP against the same matches played by in-process house bots.
+
+One private Redis, one referee, the projector and the gateway run as their own processes, as
+in production. First the in-process baseline: MATCHES concurrent four-seat matches whose seats
+are played by a real BotWorker in this process (reading turns from Redis). Then the same
+matches with every seat an SDK bot in this process, reaching the gateway over HTTP on
+loopback: each seat has its own stream and posts its own moves. Both measure the same thing:
+moves a second, and the time from one move of a match to the next seat's turn arriving
+(from the moment a bot chose a move, so the POST included, to the moment the next bot of that
+match is asked to choose).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing
+import os
+import socket
+import tempfile
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import redis
+import uvloop
+
+from engine.rules import Rules
+from engine.strategy import RandomStrategy
+from engine.views import View
+from events.model import Move
+from services.bots import BotWorker
+from services.client import ServiceClient
+from services.config import Settings
+from services.logs import configure
+from services.redis_client import connect
+from services.redis_env import redis_server
+from services.sdk.bot import Bot
+from services.supervisor import Stack
+
+MATCHES = 50
+SEATS = 4
+WARMUP_S = 2.0
+MEASURE_S = 8.0
+BOT_PROCESSES = 2  # external bots are separate programs; two processes use both cores
+BOT_STARTUP_S = 3.0  # for the bot processes to start and connect every seat
+GATEWAY_ENV = {  # limits far above what the bench needs: it measures the path, not the limits
+    "DOMINO_GATEWAY_MOVES_PER_S": "1000",
+    "DOMINO_GATEWAY_MOVE_BURST": "1000",
+    "DOMINO_GATEWAY_LOBBY_PER_S": "1000",
+    "DOMINO_GATEWAY_LOBBY_BURST": "1000",
+}
+
+
+class Clock:
+    """When each match last asked a bot to choose; the gaps between are the move latencies."""
+
+    def __init__(self) -> None:
+        self.last: dict[str, float] = {}
+        self.gaps: list[float] = []
+        self.moves = 0
+        self.recording = False
+
+    def tick(self, match: str) -> None:
+        now = time.perf_counter()
+        before = self.last.get(match)
+        self.last[match] = now
+        if self.recording:
+            self.moves += 1
+            if before is not None:
+                self.gaps.append(now - before)
+
+
+class TimedStrategy:
+    """The random strategy, noting the time per match (told apart by the players' names)."""
+
+    name = "random"
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.inner = RandomStrategy(7)
+
+    def choose(self, view: View) -> Move:
+        self.clock.tick(view.players[0])
+        return self.inner.choose(view)
+
+
+class TimedBot(Bot):
+    """An SDK bot playing at random, noting the time per match."""
+
+    name = "bench"
+
+    def __init__(self, clock: Clock, match: str) -> None:
+        self.clock = clock
+        self.match = match
+        self.inner = RandomStrategy(7)
+
+    def choose(self, view: View) -> Move:
+        self.clock.tick(self.match)
+        return self.inner.choose(view)
+
+
+def run() -> Iterator[dict[str, Any]]:
+    """Yield the gateway.http line."""
+    port = _free_port()
+    with redis_server(appendfsync="no", env_var=None) as url:
+        settings = Settings(redis_url=url, prefix="bench", log_level="warning")
+        logs = tempfile.TemporaryDirectory(prefix="domino-bench-")
+        saved = {k: os.environ.get(k) for k in GATEWAY_ENV}
+        os.environ.update(GATEWAY_ENV)
+        try:
+            with logs, Stack(url, settings, pools={}, projector=True, log_dir=logs.name) as stack:
+                stack.spawn("gateway", "gateway", "--host", "127.0.0.1", "--port", str(port))
+                base = f"http://127.0.0.1:{port}"
+                _wait_healthy(base)
+                pids = {name: p.pid for name, p in stack.processes.items()}
+                pids["redis"] = int(redis.Redis.from_url(url).info("server")["process_id"])
+                meter = CpuMeter({k.removesuffix("-0"): v for k, v in pids.items()})
+                inprocess = uvloop.run(_inprocess(url, settings, meter))
+                http = _over_http(base, meter)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+    yield {
+        "bench": "gateway.http",
+        "matches": MATCHES,
+        "moves_per_s": round(http.rate),
+        "p50_ms": http.p(0.5),
+        "p99_ms": http.p(0.99),
+        "inprocess_moves_per_s": round(inprocess.rate),
+        "inprocess_p50_ms": inprocess.p(0.5),
+        "inprocess_p99_ms": inprocess.p(0.99),
+        "ratio": round(http.rate / inprocess.rate, 3),
+        "cpu_ms_per_move": http.cpu,
+        "inprocess_cpu_ms_per_move": inprocess.cpu,
+    }
+
+
+RULES = Rules.make("express", target=5000)  # long matches: none ends inside the window
+
+
+class CpuMeter:
+    """CPU seconds spent by this process and by the stack's processes (Linux /proc)."""
+
+    def __init__(self, pids: dict[str, int]) -> None:
+        self.pids = pids
+        self.tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+    def sample(self) -> dict[str, float]:
+        out = {"bots": time.process_time()}
+        for name, pid in self.pids.items():
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                out[name] = (int(fields[11]) + int(fields[12])) / self.tick
+            except (OSError, IndexError, ValueError):
+                continue
+        return out
+
+
+class Measured:
+    """Moves a second, the gaps between a match's moves, and CPU ms per move by process."""
+
+    def __init__(self, rate: float, gaps: list[float], cpu: dict[str, float]) -> None:
+        self.rate = rate
+        self.gaps = sorted(gaps)
+        self.cpu = cpu
+
+    def p(self, q: float) -> float:
+        return round(1000 * self.gaps[min(len(self.gaps) - 1, int(len(self.gaps) * q))], 2)
+
+
+async def _measure(clock: Clock, meter: CpuMeter) -> Measured:
+    await asyncio.sleep(WARMUP_S)
+    clock.recording = True
+    before = meter.sample()
+    start = time.perf_counter()
+    await asyncio.sleep(MEASURE_S)
+    elapsed = time.perf_counter() - start
+    after = meter.sample()
+    clock.recording = False
+    moves = max(clock.moves, 1)
+    cpu = {k: round(1000 * (after[k] - before[k]) / moves, 3) for k in after if k in before}
+    return Measured(clock.moves / elapsed, clock.gaps, cpu)
+
+
+async def _inprocess(url: str, settings: Settings, meter: CpuMeter) -> Measured:
+    redis = connect(url)
+    client = ServiceClient(redis, settings, sender="bench")
+    clock = Clock()
+    worker = BotWorker(settings, redis, TimedStrategy(clock), "random", "bench-bots")
+    task = asyncio.create_task(worker.run())
+    try:
+        for i in range(MATCHES):
+            names = [f"house{i}"] + [f"house{i}-{k}" for k in range(1, SEATS)]
+            await client.create_match(RULES, ["random"] * SEATS, names=names)
+        return await _measure(clock, meter)
+    finally:
+        worker.stop()
+        await task
+        await redis.aclose()
+
+
+def _over_http(base: str, meter: CpuMeter) -> Measured:
+    """The same matches, every seat an SDK bot; the bots run in BOT_PROCESSES processes (all
+    seats of a match in the same one), each bot with its own HTTP client, as separate bots
+    would be."""
+    rules = {"family": "express", "players": SEATS, "target": RULES.target}
+    tokens: list[tuple[str, str]] = []
+    with httpx.Client(base_url=base, timeout=30.0) as http:
+        for _ in range(MATCHES):
+            r = http.post("/api/v1/matches", json={"seats": [None] * SEATS, "rules": rules})
+            match_id = r.json()["match"]["match_id"]
+            for _ in range(SEATS):
+                joined = http.post(f"/api/v1/matches/{match_id}/join", json={})
+                tokens.append((match_id, joined.json()["token"]))
+    context = multiprocessing.get_context("spawn")
+    results: multiprocessing.Queue[tuple[int, list[float]]] = context.Queue()
+    start_at = time.time() + BOT_STARTUP_S + WARMUP_S
+    by_match = [tokens[i : i + SEATS] for i in range(0, len(tokens), SEATS)]
+    shares = [[t for m in by_match[k::BOT_PROCESSES] for t in m] for k in range(BOT_PROCESSES)]
+    workers = [
+        context.Process(target=_bots, args=(base, share, start_at, results), daemon=True)
+        for share in shares
+    ]
+    for w in workers:
+        w.start()
+    meter = CpuMeter({**meter.pids, **{f"bots-{k}": w.pid or 0 for k, w in enumerate(workers)}})
+    time.sleep(max(0.0, start_at - time.time()))
+    before = meter.sample()
+    time.sleep(MEASURE_S)
+    after = meter.sample()
+    moves, gaps = 0, []
+    for _ in workers:
+        n, g = results.get(timeout=60)
+        moves += n
+        gaps += g
+    for w in workers:
+        w.join(timeout=10)
+    cpu: dict[str, float] = {}
+    for k in after:
+        if k in before and k != "bots":
+            name = "bots" if k.startswith("bots-") else k
+            cpu[name] = cpu.get(name, 0.0) + 1000 * (after[k] - before[k]) / max(moves, 1)
+    return Measured(moves / MEASURE_S, gaps, {k: round(v, 3) for k, v in cpu.items()})
+
+
+def _bots(
+    base: str,
+    tokens: list[tuple[str, str]],
+    start_at: float,
+    results: multiprocessing.Queue[tuple[int, list[float]]],
+) -> None:
+    """A bot process: play its seats, record from ``start_at`` for MEASURE_S, report."""
+    configure("warning")  # to stderr: stdout carries only the bench's JSON lines
+    results.put(uvloop.run(_play(base, tokens, start_at)))
+
+
+async def _play(
+    base: str, tokens: list[tuple[str, str]], start_at: float
+) -> tuple[int, list[float]]:
+    clock = Clock()
+    tasks = [asyncio.create_task(TimedBot(clock, m).play(base, t)) for m, t in tokens]
+    try:
+        await asyncio.sleep(max(0.0, start_at - time.time()))
+        clock.recording = True
+        await asyncio.sleep(MEASURE_S)
+        clock.recording = False
+        return clock.moves, clock.gaps
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _wait_healthy(base: str, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"{base}/healthz", timeout=1.0).status_code == 200:
+                return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the gateway at {base} did not come up in {timeout} s")
+        time.sleep(0.1)
