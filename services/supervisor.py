@@ -26,6 +26,7 @@ class Stack:
         pools: dict[str, int] | None = None,
         projector: bool = True,
         log_dir: str | Path | None = None,
+        gateway: bool = False,
     ) -> None:
         self.redis_url = redis_url
         self.settings = settings
@@ -33,6 +34,7 @@ class Stack:
         self.pools = {"random": 1, "greedy": 1} if pools is None else pools
         self.projector = projector
         self.log_dir = Path(log_dir) if log_dir else None
+        self.gateway = gateway  # the HTTP gateway, on DOMINO_GATEWAY_HOST and _PORT
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self._logs: list[IO[bytes]] = []
 
@@ -81,6 +83,8 @@ class Stack:
                 )
         if self.projector:
             self.spawn("projector", "projector")
+        if self.gateway:
+            self.spawn("gateway", "gateway")
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
         """Send ``sig`` to one child and wait for it to exit."""
