@@ -57,6 +57,7 @@ from services.gateway.sender import CommandSender
 from services.gateway.streaming import StreamResponse
 from services.queries import Queries
 from services.redis_client import PackedConnection
+from services.referee import EXTERNAL
 from services.store.base import InvalidMatchId
 from services.store.keys import validate_match_id
 from services.store.redis import RedisEventStore
@@ -266,6 +267,12 @@ class Gateway:
             )
         except RulesError as e:
             raise ApiError(422, "rejected", str(e), reason="bad_rules", rule="C1") from None
+        if EXTERNAL in body.seats:
+            raise ApiError(
+                422,
+                "invalid_match",
+                f"{EXTERNAL!r} is not a house bot pool: use null for an open seat",
+            )
         names = tuple(body.names or (p or f"seat{i}" for i, p in enumerate(body.seats)))
         command = CreateMatch(
             rules=rules, players=names, bots=tuple(body.seats), deadline_ms=body.deadline_ms
@@ -288,6 +295,8 @@ class Gateway:
         body = decode_body(raw, _JOIN, "join") if raw.strip() else JoinBody()
         if body.name is not None and (not body.name.strip() or len(body.name) > MAX_NAME):
             raise ApiError(422, "invalid_join", f"a name is 1 to {MAX_NAME} characters")
+        if body.seat is not None and body.seat < 0:
+            raise ApiError(404, "no_such_seat", f"seat {body.seat} does not exist (C3)")
         try:
             match, seat, token = await self.lobby.join(match_id, body.seat, body.name)
         except JoinError as e:

@@ -363,7 +363,10 @@ class Hub:
                 self._rejections(entries)
                 continue
             for _, fields in entries:
-                match_id = fields[b"match"].decode()
+                raw_match = fields.get(b"match")
+                if raw_match is None:
+                    continue
+                match_id = raw_match.decode()
                 feed = feeds.get(match_id)
                 if feed is None and match_id not in watched:
                     continue

@@ -245,6 +245,7 @@ def test_lobby_mistakes_get_typed_errors(gateways: Gateways) -> None:
     api = f"{url}/api/v1"
     error(httpx.post(f"{api}/matches/m-nope/join", json={}), 404, "no_match")
     error(httpx.post(f"{api}/matches/{m}/join", json={"seat": 7}), 404, "no_such_seat")
+    error(httpx.post(f"{api}/matches/{m}/join", json={"seat": -1}), 404, "no_such_seat")
     error(httpx.post(f"{api}/matches/{m}/join", json={"seat": 0}), 409, "seat_is_house_bot")
     join(url, m, seat=1, name="first")
     error(httpx.post(f"{api}/matches/{m}/join", json={"seat": 1}), 409, "seat_taken")
@@ -262,6 +263,7 @@ def test_lobby_mistakes_get_typed_errors(gateways: Gateways) -> None:
     )
     assert body["reason"] == "bad_players"
     error(httpx.post(f"{api}/matches", json={"seats": "two"}), 422, "invalid_match")
+    error(httpx.post(f"{api}/matches", json={"seats": [None, "external"]}), 422, "invalid_match")
     error(httpx.post(f"{api}/matches", content=b"seats"), 400, "bad_json")
     error(httpx.get(f"{api}/matches", params={"status": "maybe"}), 422, "invalid_query")
     error(httpx.get(f"{api}/nothing-here"), 404, "not_found")
