@@ -22,7 +22,7 @@ from starlette.requests import Request as StarletteRequest
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from engine.game import decide
+from engine.game import MAX_NAME, decide
 from engine.rules import Rules, RulesError
 from events.codec import JSON
 from events.model import (
@@ -66,7 +66,6 @@ from services.topology import Topology
 log = structlog.get_logger()
 
 API = "/api/v1"
-MAX_NAME = 64
 _KEY = re.compile(r"[A-Za-z0-9._:\-]{1,64}")
 _MOVE = msgspec.json.Decoder(MoveBody)
 _CREATE = msgspec.json.Decoder(CreateBody)
@@ -141,26 +140,31 @@ class Gateway:
 
     @property
     def redis(self) -> Redis:
+        """The Redis client (raises AssertionError before the app has started)."""
         assert self._redis is not None, "the gateway has not started"
         return self._redis
 
     @property
     def hub(self) -> Hub:
+        """The feeds of followed matches (raises AssertionError before the app has started)."""
         assert self._hub is not None, "the gateway has not started"
         return self._hub
 
     @property
     def lobby(self) -> Lobby:
+        """The lobby's records and tokens (raises AssertionError before the app has started)."""
         assert self._lobby is not None, "the gateway has not started"
         return self._lobby
 
     @property
     def sender(self) -> CommandSender:
+        """The command sender (raises AssertionError before the app has started)."""
         assert self._sender is not None, "the gateway has not started"
         return self._sender
 
     @property
     def store(self) -> RedisEventStore:
+        """The event store (read only) (raises AssertionError before the app has started)."""
         assert self._store is not None, "the gateway has not started"
         return self._store
 

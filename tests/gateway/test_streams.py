@@ -247,3 +247,44 @@ def test_the_gateway_serves_an_openapi_document_naming_every_endpoint(gateways: 
     assert {"Line", "Move", "View", "Error", "Snapshot", "TurnLine", "EventLine"} <= set(schemas)
     moves = doc["paths"][f"{m}/seats/{{seat}}/moves"]["post"]["responses"]
     assert {"200", "400", "401", "403", "409", "413", "422", "429"} <= set(moves)
+
+
+def test_a_seat_stream_opened_before_the_match_starts_waits_for_it_and_sees_it_begin(
+    gateways: Gateways,
+) -> None:
+    """A lobby match starts when its last open seat is taken; an early stream says so."""
+    g = gateways
+    match_id = create(g.url, [None, None], rules={"players": 2})
+    seat, token = join(g.url, match_id)
+    auth = {"authorization": f"Bearer {token}"}
+    url = f"{g.url}/api/v1/matches/{match_id}/seats/{seat}/stream"
+
+    async def scenario() -> list[dict[str, Any]]:
+        got: list[dict[str, Any]] = []
+        async with (
+            httpx.AsyncClient(headers=auth, timeout=10) as http,
+            http.stream("GET", url) as r,
+        ):
+            lines = r.aiter_lines()
+            first = json.loads(await anext(lines))
+            assert first == {
+                "type": "snapshot",
+                "id": 0,
+                "match_id": match_id,
+                "seat": seat,
+                "view": None,
+                "deadline": None,
+            }
+            await asyncio.to_thread(join, g.url, match_id)  # the last seat: the match starts
+            async for raw in lines:
+                if raw:
+                    got.append(json.loads(raw))
+                if len([x for x in got if x["type"] == "event"]) >= 2:
+                    return got
+        return got
+
+    got = asyncio.run(asyncio.wait_for(scenario(), 10))
+    events = [x for x in got if x["type"] == "event"]
+    assert [e["event"]["type"] for e in events[:2]] == ["match_created", "round_started"]
+    assert [e["id"] for e in events[:2]] == [1, 2]
+    assert events[1]["event"]["hands"][1 - seat] is None
