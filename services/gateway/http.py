@@ -9,6 +9,7 @@ refused before it is buffered.
 from __future__ import annotations
 
 import math
+import traceback
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl
@@ -158,8 +159,15 @@ class Endpoint:
         except RedisError as e:
             log.warning("redis failed", path=scope.get("path"), error=repr(e))
             response = ApiError(503, "unavailable", "the store is unavailable; retry").response()
-        except Exception:
-            log.exception("request failed", path=scope.get("path"), method=scope.get("method"))
+        except Exception as e:
+            # no exc_info: a rendered traceback may show locals, and a token is one of them
+            log.error(
+                "request failed",
+                path=scope.get("path"),
+                method=scope.get("method"),
+                error=repr(e),
+                trace="".join(traceback.format_tb(e.__traceback__)),
+            )
             response = ApiError(500, "internal", "the gateway failed; try again").response()
         await response(scope, receive, send)
 
