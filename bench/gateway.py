@@ -3,11 +3,12 @@
 One private Redis, one referee, the projector and the gateway run as their own processes, as
 in production. First the in-process baseline: MATCHES concurrent four-seat matches whose seats
 are played by a real BotWorker in this process (reading turns from Redis). Then the same
-matches with every seat an SDK bot in this process, reaching the gateway over HTTP on
-loopback: each seat has its own stream and posts its own moves. Both measure the same thing:
-moves a second, and the time from one move of a match to the next seat's turn arriving
-(from the moment a bot chose a move, so the POST included, to the moment the next bot of that
-match is asked to choose).
+matches with every seat an SDK bot, reaching the gateway over HTTP on loopback: each seat has
+its own client, stream and moves, and the bots run in BOT_PROCESSES processes (a match's seats
+together). Both measure the same thing: moves a second, and the time from one move of a match
+to the next seat's turn arriving (from the moment a bot chose a move, so the POST included, to
+the moment the next bot of that match is asked to choose). Each line also gives the CPU time
+every process spent per move, which is where the HTTP path's cost shows.
 """
 
 from __future__ import annotations
