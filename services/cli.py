@@ -333,9 +333,17 @@ def cmd_up(args: argparse.Namespace) -> int:
     settings = _settings()
     pools = _pools(args.bots)
     with redis_url(settings) as url:
-        stack = Stack(url, settings, referees=args.referees, pools=pools)
+        stack = Stack(url, settings, referees=args.referees, pools=pools, gateway=args.gateway)
         stack.start()
         print(f"domino service up on {url}  (REDIS_URL={url}; Ctrl-C stops it)")
+        if args.gateway:
+            from services.gateway.config import GatewaySettings
+
+            gateway = GatewaySettings.from_env()
+            print(
+                f"gateway for external bots on http://{gateway.host}:{gateway.port}/api/v1 "
+                "(docs/protocol.md)"
+            )
         return _supervise(stack)
 
 
@@ -468,6 +476,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("up", help="run the whole service (Redis, referee, bots) until Ctrl-C")
     p.add_argument("--referees", type=int, default=1)
     p.add_argument("--bots", default="random=1,greedy=1", help="pool=workers,...")
+    p.add_argument(
+        "--gateway",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="serve the HTTP gateway for external bots too",
+    )
     p.set_defaults(func=cmd_up)
 
     p = sub.add_parser("referee", help="run a referee (needs REDIS_URL)")

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Literal
+from typing import Literal, TypeVar
 
 import msgspec
 
@@ -45,6 +45,28 @@ ENV: dict[str, str] = {
     "default_deadline_ms": "DOMINO_DEFAULT_DEADLINE_MS",
 }
 """Each setting and the environment variable it is read from."""
+
+
+T = TypeVar("T")
+
+
+def read_env(
+    cls: type[T],
+    variables: Mapping[str, str],
+    environ: Mapping[str, str] | None,
+    error: type[ValueError],
+) -> T:
+    """Build ``cls`` from the environment variables named for its fields (unset or empty:
+    the field's default); raise ``error`` naming the variable that holds a bad value.
+    Booleans read 1/0/true/false."""
+    environ = os.environ if environ is None else environ
+    raw = {field: environ[var] for field, var in variables.items() if environ.get(var, "") != ""}
+    try:
+        return msgspec.convert(raw, cls, strict=False)
+    except msgspec.ValidationError as e:
+        field = str(e).rpartition("$.")[2].rstrip("`")
+        name = variables.get(field, field)
+        raise error(f"bad setting {name}: {e}") from None
 
 
 class ConfigError(ValueError):
@@ -73,20 +95,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         """Read the settings from ``environ`` (default: the process environment)."""
-        environ = os.environ if environ is None else environ
-        raw: dict[str, object] = {}
-        for field, var in ENV.items():
-            value = environ.get(var)
-            if value is None or value == "":
-                continue
-            if field == "cluster":
-                raw[field] = value.lower() in ("1", "true", "yes", "on")
-            else:
-                raw[field] = value
-        try:
-            settings = msgspec.convert(raw, cls, strict=False)
-        except msgspec.ValidationError as e:
-            raise ConfigError(f"bad setting: {e}") from None
+        settings = read_env(cls, ENV, environ, ConfigError)
         if settings.partitions < 1 or settings.batch < 1 or settings.max_deliveries < 1:
             raise ConfigError(
                 "DOMINO_PARTITIONS, DOMINO_BATCH and DOMINO_MAX_DELIVERIES must be ≥ 1"

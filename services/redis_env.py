@@ -232,8 +232,14 @@ def _start_with_retries(
             *extra,
         ]
         try:
+            # A session of its own: Ctrl-C in a terminal signals the services, which stop
+            # first; this server is stopped after them, when its context exits.
             process = subprocess.Popen(
-                args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+                args,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
             )
         except OSError as error:
             raise RedisUnavailable(

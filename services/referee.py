@@ -361,11 +361,13 @@ class Referee(GroupWorker):
         ]
         outbox: list[OutboxEntry] = []
         deadline: float | None = None
-        if state.phase == "playing":
-            seat = state.turn
-            pool = (state.bots[seat] if state.bots else None) or EXTERNAL
-            if state.deadline_ms:
-                deadline = now + state.deadline_ms / 1000
+        seat = state.turn
+        pool = (state.bots[seat] if state.bots else None) or EXTERNAL
+        if state.phase == "playing" and state.deadline_ms:
+            deadline = now + state.deadline_ms / 1000
+        if state.phase == "playing" and pool != EXTERNAL:
+            # External seats follow the match through the gateway, which builds their turns
+            # from the log: only house bots get turn messages.
             turn = TurnMessage(
                 match_id=match_id,
                 seat=seat,

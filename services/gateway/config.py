@@ -21,10 +21,11 @@ The Redis, key prefix and partitions are the service's (services/config.py).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 
 import msgspec
+
+from services.config import read_env
 
 ENV: dict[str, str] = {
     "host": "DOMINO_GATEWAY_HOST",
@@ -68,12 +69,7 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> GatewaySettings:
         """Read the settings from ``environ`` (default: the process environment)."""
-        environ = os.environ if environ is None else environ
-        raw = {f: environ[v] for f, v in ENV.items() if environ.get(v, "") != ""}
-        try:
-            settings = msgspec.convert(raw, cls, strict=False)
-        except msgspec.ValidationError as e:
-            raise GatewayConfigError(f"bad gateway setting: {e}") from None
+        settings = read_env(cls, ENV, environ, GatewayConfigError)
         numbers = {f: getattr(settings, f) for f in ENV if f != "host"}
         bad = [ENV[f] for f, v in numbers.items() if v <= 0]
         if bad:

@@ -31,7 +31,6 @@ from events.codec import JSON, DecodeError
 from events.envelope import Envelope
 from events.model import AnyEvent, MatchEnded, Rejection, RoundEnded, TurnTimedOut
 from services.gateway.protocol import EventLine, Snapshot, TurnLine, frame
-from services.referee import EXTERNAL
 from services.store.redis import RedisEventStore
 from services.streams import DATA
 from services.topology import Topology
@@ -39,7 +38,6 @@ from services.topology import Topology
 log = structlog.get_logger()
 
 LINGER_S = 30.0  # a feed nobody follows is kept this long, so a reconnect finds it warm
-TURN_RETENTION_MS = 60_000  # the external pool's turn messages are trimmed after this
 
 
 class FeedUnavailable(Exception):
@@ -482,23 +480,9 @@ class Hub:
             self._apply(feed, env)
             feed.loading = True
 
-    async def _trim_external_turns(self) -> None:
-        """The referee writes external seats' turns to the ``external`` pool's streams; the
-        gateway builds its turn lines from the log instead (a view costs ~15 µs to make), so
-        nobody reads those messages: keep only the last minute of them."""
-        oldest = int(time.time() * 1000) - TURN_RETENTION_MS
-        try:
-            pipe = self.redis.pipeline(transaction=False)
-            for key in self.topo.all_turns(EXTERNAL):
-                pipe.xtrim(key, minid=oldest, approximate=True)
-            await pipe.execute()
-        except Exception:
-            log.exception("trimming the external pool's turns failed")
-
     async def _janitor(self) -> None:
         while True:
             await asyncio.sleep(5.0)
-            await self._trim_external_turns()
             now = time.monotonic()
             for match_id, feed in list(self.feeds.items()):
                 if feed.subs or feed.loading:

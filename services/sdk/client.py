@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import random
 import ssl
-import sys
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -30,11 +29,6 @@ _ENCODER = msgspec.json.Encoder()
 RETRYABLE = frozenset({502, 503, 504})
 TIMEOUT = httpx.Timeout(15.0, connect=5.0)
 _TIMEOUTS = {"timeout": TIMEOUT.as_dict()}
-
-try:  # httpcore imports sniffio on every request; a failed import costs ~0.3 ms each time
-    import sniffio  # type: ignore[import-not-found]  # noqa: F401
-except ImportError:
-    sys.modules.setdefault("sniffio", None)  # type: ignore[arg-type]  # fails fast from now on
 
 
 @cache
