@@ -15,6 +15,7 @@ import yaml
 
 from services.cli import build_parser
 from services.config import ENV
+from services.gateway.config import ENV as GATEWAY_ENV
 
 pytestmark = pytest.mark.service
 
@@ -34,7 +35,7 @@ def domino_services() -> dict[str, dict[str, Any]]:
 def test_every_compose_command_is_a_real_domino_subcommand_with_real_options() -> None:
     parser = build_parser()
     services = domino_services()
-    assert {"referee", "bots-random", "bots-greedy", "projector"} <= set(services)
+    assert {"referee", "bots-random", "bots-greedy", "projector", "gateway"} <= set(services)
     for name, service in services.items():
         try:
             parser.parse_args(service["command"])
@@ -43,7 +44,7 @@ def test_every_compose_command_is_a_real_domino_subcommand_with_real_options() -
 
 
 def test_every_setting_compose_passes_is_one_the_service_reads() -> None:
-    known = set(ENV.values())
+    known = set(ENV.values()) | set(GATEWAY_ENV.values())
     for name, service in domino_services().items():
         assert set(service["environment"]) <= known, name
 
