@@ -24,6 +24,7 @@ from engine.strategy import Strategy
 from engine.views import View
 from events.model import AnyEvent, MatchEnded, Move
 from services.gateway.protocol import EventLine
+from services.logs import configure
 from services.sdk.client import GatewayError, MoveRejected, SeatClient
 
 log = structlog.get_logger()
@@ -87,6 +88,8 @@ class Bot(abc.ABC):
 
     def run(self, url: str, token: str) -> MatchEnded | None:
         """Play until the match ends (blocking); return how it ended."""
+        if not structlog.is_configured():  # a script's first call: info and up, on stderr
+            configure("info")
         try:
             import uvloop
 
