@@ -102,9 +102,11 @@ def view_for(state: MatchState, seat: int | None) -> View:
         hand_sizes=tuple(len(h) for h in state.hands),
         stock_size=len(state.stock),
         played=tuple(state.played),
-        voids=tuple(tuple(sorted(v)) for v in state.voids),
+        voids=tuple(tuple(sorted(v)) if v else () for v in state.voids),
         legal=legal,
-        legal_points=tuple(play_points(state, m) for m in legal),
+        legal_points=tuple(play_points(state, m) for m in legal)
+        if state.rules.family == "straight"
+        else (0,) * len(legal),
         last_round=state.last_round,
         result=state.result,
     )

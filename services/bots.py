@@ -71,11 +71,13 @@ class BotWorker(GroupWorker):
             log.info("bot worker stopped", pool=self.pool, moves=self.moves)
 
     async def handle(self, entries: list[Entry]) -> None:
-        """Answer a batch of turns with one pipelined write, then acknowledge them."""
+        """Answer a batch of turns and acknowledge them, in one pipelined round trip: a crash
+        in between only means a turn answered again, and the same command id is applied once."""
         if not entries:
             return
         now = time.time()
         pipe = self.redis.pipeline(transaction=False)
+        done: dict[str, list[bytes]] = {}
         for entry in entries:
             try:
                 turn = JSON.decode_turn(entry.data or b"")
@@ -91,9 +93,12 @@ class BotWorker(GroupWorker):
                 reply_to=self.reply_to,
                 ts=now,
             )
-            stream = self.topo.commands(self.topo.partition_of(turn.match_id))
-            pipe.xadd(stream, {DATA: JSON.encode(envelope)})
+            # the turns stream and the command stream share the partition's prefix and tag
+            commands = entry.stream.rpartition(":turns:")[0] + ":cmd"
+            pipe.xadd(commands, {DATA: JSON.encode(envelope)})
+            done.setdefault(entry.stream, []).append(entry.id)
             log.debug("move", match_id=turn.match_id, seat=turn.seat, version=turn.version)
             self.moves += 1
+        for stream, ids in done.items():
+            pipe.xack(stream, self.reader.group, *ids)
         await pipe.execute()
-        await self.reader.ack(entries)
