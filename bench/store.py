@@ -17,6 +17,7 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.typing import EncodableT, FieldT
 
+from bench import replay
 from services.redis_client import connect
 from services.redis_env import redis_server
 from services.store import AppendRequest, NewEvent, RedisEventStore
@@ -43,7 +44,8 @@ Step = Callable[[], Awaitable[int]]
 
 
 def run() -> Iterator[dict[str, Any]]:
-    """Yield the append and XADD figures for one client, one at a time and pipelined."""
+    """Yield the append and XADD figures for one client, one at a time and pipelined, then
+    the replay speeds (bench/replay.py)."""
     with redis_server(appendfsync="no", env_var=None) as url:
         for mode in ("single", "pipelined"):
             appends, baseline = asyncio.run(_compare_appends(url, mode))
@@ -58,6 +60,7 @@ def run() -> Iterator[dict[str, Any]]:
         for mode in ("single", "pipelined"):
             rate = asyncio.run(_xadd(url, mode))
             yield {"bench": "store.xadd", "mode": mode, "xadd_per_s": round(rate)}
+    yield from replay.run()
 
 
 async def _compare_appends(url: str, mode: str) -> tuple[float, float]:
