@@ -100,7 +100,8 @@ async def play_series(
 def report(console: Console, tracked: list[Tracked], elapsed: float) -> None:
     """The results table, wins by strategy, and how to replay a match."""
     table = Table(title="Results")
-    for column in ("match", "game", "seats", "rounds", "score", "winner"):
+    table.add_column("match", no_wrap=True)  # whole, to copy into domino replay
+    for column in ("game", "seats", "rounds", "score", "winner"):
         table.add_column(column)
     wins: dict[str, list[int]] = {}
     for t in tracked:
