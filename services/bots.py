@@ -85,7 +85,16 @@ class BotWorker(GroupWorker):
                 await self.reader.dead_letter(entry, f"not a turn: {e}")
                 continue
             self.latencies.append(now - turn.caused_at)
-            command = self.strategy.choose(turn.view)
+            try:
+                command = self.strategy.choose(turn.view)
+            except Exception:  # a strategy's bug must not stall the other matches' turns
+                log.exception(
+                    "strategy failed; playing the first legal move",
+                    match_id=turn.match_id,
+                    seat=turn.seat,
+                    version=turn.version,
+                )
+                command = turn.view.legal[0]
             envelope = CommandEnvelope(
                 match_id=turn.match_id,
                 command_id=f"turn:{turn.version}:{turn.seat}",

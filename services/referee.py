@@ -278,7 +278,11 @@ class Referee(GroupWorker):
         while work:
             pending: list[Pending] = []
             for w in work:
-                p = await self._decide(w)
+                try:
+                    p = await self._decide(w)
+                except Exception as e:  # one bad match must not hold up the batch
+                    await self._park(w, e)
+                    continue
                 if p is not None:
                     pending.append(p)
             if not pending:
@@ -309,6 +313,16 @@ class Referee(GroupWorker):
                     continue
                 self.handled += 1
                 self._log_events(match_id, p.events)
+
+    async def _park(self, w: Work, error: Exception) -> None:
+        """A command that broke the referee (a corrupt log, a bug): dead-letter it, say why,
+        and drop the match from the cache so it is read afresh next time."""
+        env = w.envelope
+        log.exception("command failed", match_id=env.match_id, command_id=env.command_id)
+        self.cache.drop(env.match_id)
+        if w.entry is not None:
+            await self.reader.dead_letter(w.entry, f"{type(error).__name__}: {error}")
+            w.acked = True
 
     async def _decide(self, w: Work) -> Pending | None:
         env = w.envelope

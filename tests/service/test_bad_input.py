@@ -17,6 +17,7 @@ from events.model import (
     CreateMatch,
     DealRound,
     MatchEnded,
+    PassTurn,
     PlayTile,
     Resign,
     TimeOutTurn,
@@ -145,3 +146,49 @@ def test_a_resignation_through_the_service_ends_the_match_for_the_other_side(
     with Stack(redis_url, settings, pools={}, projector=False):
         tags = asyncio.run(scenario())
     assert tags == ["match_created", "round_started", "round_ended", "match_ended"]
+
+
+def test_a_match_whose_log_is_corrupt_is_parked_and_the_others_go_on(
+    redis_url: str, settings: Settings
+) -> None:
+    """A command the referee cannot handle is dead-lettered with the reason, alone."""
+
+    async def scenario() -> None:
+        redis = Redis.from_url(redis_url)
+        client = ServiceClient(redis, settings, sender="corrupt")
+        try:
+            rules = Rules.make("express", players=2)
+            broken = await client.create_match(rules, [None, None])
+            healthy = await client.create_match(rules, [None, None])
+            for _ in range(100):
+                sizes = [len(await read_log(redis_url, settings, m)) for m in (broken, healthy)]
+                if min(sizes) >= 2:
+                    break
+                await asyncio.sleep(0.05)
+            key = client.topo.match(broken)
+            await redis.xadd(
+                key, {"type": "tile_played", "__data__": b"{not an envelope"}, id="0-3"
+            )
+            await redis.delete(f"{settings.prefix}:replies:corrupt")
+            move = legal_moves(fold(await read_log(redis_url, settings, healthy)))[0]
+            stack.kill("referee-0")  # a fresh referee: nothing cached, the log is read again
+            stack.spawn("referee-1", "referee", "--name", "referee-1")
+            await client.send(broken, PassTurn(seat=0), "c-broken")
+            await client.send(healthy, move, "c-healthy")
+            for _ in range(200):
+                log = await read_log(redis_url, settings, healthy)
+                if log[-1].command_id == "c-healthy":
+                    break
+                await asyncio.sleep(0.05)
+            assert log[-1].command_id == "c-healthy"
+            for _ in range(100):
+                dead = await redis.xrange(f"{settings.prefix}:dead")
+                if dead:
+                    break
+                await asyncio.sleep(0.05)
+            assert any(b"c-broken" in fields[b"__data__"] for _, fields in dead)
+        finally:
+            await redis.aclose()
+
+    with Stack(redis_url, settings, pools={}, projector=False) as stack:
+        asyncio.run(scenario())
