@@ -51,10 +51,6 @@ class Board:
         """No tile has been played this round."""
         return self.tiles == 0
 
-    def open_ends(self) -> list[int]:
-        """Indexes of the ends a tile may be played on, in fixed order."""
-        return [i for i, n in enumerate(self.numbers) if n is not None]
-
     def ends_for(self, t: Tile) -> list[int]:
         """The ends ``t`` matches, in fixed order (one move per end, C6)."""
         a, b = t

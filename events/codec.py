@@ -10,7 +10,7 @@ from typing import Literal, Protocol, TypeVar
 import msgspec
 
 from events.envelope import CommandEnvelope, Envelope
-from events.model import AnyCommand, AnyEvent, Rejection
+from events.model import AnyCommand, AnyEvent
 from events.wire import Rejected, TurnMessage
 
 Format = Literal["json", "msgpack"]
@@ -37,7 +37,6 @@ class Codec:
         self._command_envelope: _Decoder[CommandEnvelope] = _decoder(fmt, CommandEnvelope)
         self._event: _Decoder[AnyEvent] = _decoder(fmt, AnyEvent)  # type: ignore[arg-type]
         self._command: _Decoder[AnyCommand] = _decoder(fmt, AnyCommand)  # type: ignore[arg-type]
-        self._rejection: _Decoder[Rejection] = _decoder(fmt, Rejection)
         self._turn: _Decoder[TurnMessage] = _decoder(fmt, TurnMessage)
         self._rejected: _Decoder[Rejected] = _decoder(fmt, Rejected)
 
@@ -60,10 +59,6 @@ class Codec:
     def decode_command(self, data: bytes) -> AnyCommand:
         """Decode a bare command; raise DecodeError if it is not one."""
         return _decode(self._command, data)
-
-    def decode_rejection(self, data: bytes) -> Rejection:
-        """Decode a rejection; raise DecodeError if it is not one."""
-        return _decode(self._rejection, data)
 
     def decode_turn(self, data: bytes) -> TurnMessage:
         """Decode a turn message for a bot; raise DecodeError if it is not one."""
