@@ -505,7 +505,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("create", help="open a match for house bots or external players")
     _rules_args(p)
-    p.add_argument("--seats", required=True, help="bot pool by seat; 'external' for outsiders")
+    p.add_argument(
+        "--seats",
+        required=True,
+        help="bot pool by seat; 'external' for a seat nobody hosts here (its turns "
+        "time out with --deadline-ms); outside bots join through the gateway's lobby",
+    )
     p.add_argument("--deadline-ms", type=int, default=0, help="each turn's time limit")
     p.set_defaults(func=cmd_create)
 
