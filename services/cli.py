@@ -475,7 +475,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("up", help="run the whole service (Redis, referee, bots) until Ctrl-C")
     p.add_argument("--referees", type=int, default=1)
-    p.add_argument("--bots", default="random=1,greedy=1", help="pool=workers,...")
+    p.add_argument("--bots", default="random=1,greedy=1,search=1", help="pool=workers,...")
     p.add_argument(
         "--gateway",
         action=argparse.BooleanOptionalAction,
