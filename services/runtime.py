@@ -1,10 +1,18 @@
-"""Where the services find their Redis: ``REDIS_URL``, or an embedded server on a data dir."""
+"""Where the services find their Redis: ``REDIS_URL``, or an embedded server on a data dir.
+
+One embedded server serves a data dir at a time: while it runs, its URL is written in the
+data dir (``server.url``), and any other ``domino`` command started there without
+``REDIS_URL`` uses that server instead of starting a second one on the same files.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 from collections.abc import Iterator
 from pathlib import Path
+
+import redis
 
 from services.config import Settings
 from services.redis_env import redis_server
@@ -12,16 +20,46 @@ from services.redis_env import redis_server
 DEFAULT_DATA_DIR = ".domino/redis"
 """Where an embedded Redis keeps its append-only file, relative to the working directory."""
 
+URL_FILE = "server.url"
+
 
 @contextlib.contextmanager
 def redis_url(settings: Settings) -> Iterator[str]:
-    """Yield the Redis to use: ``REDIS_URL`` if set, else an embedded server whose data lives
-    in ``DOMINO_DATA_DIR`` (default ``.domino/redis``), so matches outlive the process."""
+    """Yield the Redis to use: ``REDIS_URL`` if set; else the embedded server already running
+    on ``DOMINO_DATA_DIR`` (default ``.domino/redis``); else a new embedded server there, so
+    matches outlive the process."""
     if settings.redis_url:
         yield settings.redis_url
         return
     data_dir = Path(settings.data_dir or DEFAULT_DATA_DIR).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
-    appendfsync = settings.appendfsync
-    with redis_server(appendfsync=appendfsync, data_dir=data_dir, env_var=None) as url:
+    with open(data_dir / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one starter at a time decides who serves the dir
+        running = _running(data_dir)
+        if running is None:
+            server = redis_server(appendfsync=settings.appendfsync, data_dir=data_dir, env_var=None)
+            url = server.__enter__()
+            (data_dir / URL_FILE).write_text(url)
+        fcntl.flock(lock, fcntl.LOCK_UN)
+    if running is not None:
+        yield running
+        return
+    try:
         yield url
+    finally:
+        (data_dir / URL_FILE).unlink(missing_ok=True)
+        server.__exit__(None, None, None)
+
+
+def _running(data_dir: Path) -> str | None:
+    """The URL of the embedded server serving ``data_dir``, if one answers."""
+    try:
+        url = (data_dir / URL_FILE).read_text().strip()
+    except OSError:
+        return None
+    try:
+        with redis.Redis.from_url(url, socket_connect_timeout=0.5) as client:
+            served = client.config_get("dir").get("dir")  # the very server, not a reused port
+    except (redis.RedisError, ValueError):
+        return None
+    return url if served and Path(served).resolve() == data_dir else None
