@@ -143,12 +143,9 @@ def projector_app(url: str, settings: Settings) -> FastStream:
         checkpoints = RedisCheckpoints(
             redis, partitions=settings.partitions, prefix=settings.prefix
         )
-        projectors = (Projector(store, checkpoints), RatingsProjector(store, checkpoints))
+        ratings = RatingsProjector(store, checkpoints)
+        projector = Projector(store, checkpoints, also=[ratings])  # one read of the logs
         stop = asyncio.Event()
-
-        async def run() -> None:
-            await asyncio.gather(*(p.run(stop) for p in projectors))
-
-        return _task(run, stop.set)
+        return _task(lambda: projector.run(stop), stop.set)
 
     return _app(url, start)

@@ -436,8 +436,8 @@ def cmd_projections(args: argparse.Namespace) -> int:
         checkpoints = RedisCheckpoints(
             redis, partitions=settings.partitions, prefix=settings.prefix
         )
-        applied = await Projector(store, checkpoints).rebuild()
-        await RatingsProjector(store, checkpoints).rebuild()
+        ratings = RatingsProjector(store, checkpoints)
+        applied = await Projector(store, checkpoints, also=[ratings]).rebuild()
         print(f"rebuilt the projections from {applied} log entries")
         return 0
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import Sequence
+from typing import Protocol
 
 import msgspec
 import structlog
@@ -26,9 +28,10 @@ from services.referee import MatchCache
 from services.store.base import EventStore, Recorded
 from services.store.projection import (
     Checkpoints,
+    Handler,
     ProjectionConflict,
     WriteOp,
-    catch_up,
+    catch_up_together,
     op,
 )
 
@@ -82,6 +85,19 @@ class Bookends:
         return None
 
 
+class Follower(Protocol):
+    """Another projection a Projector feeds: its name, what it remembers, and its handler."""
+
+    name: str
+    bookends: Bookends
+
+    async def handle(
+        self, partition: int, entries: Sequence[tuple[str, Recorded]]
+    ) -> list[WriteOp]:
+        """The writes for a batch of a partition's log entries."""
+        ...
+
+
 class Projector:
     """Applies log batches to the ``summary`` and ``results`` projections of every partition."""
 
@@ -92,42 +108,50 @@ class Projector:
         *,
         summary: str = "summary",
         results: str = "results",
+        also: Sequence[Follower] = (),
     ) -> None:
         self.store = store
         self.checkpoints = checkpoints
         self.summary = summary
         self.results = results
+        self.also = list(also)  # more projections fed from the same reads (ratings)
         self._forget()
 
     def _forget(self) -> None:
         """Drop what was folded in memory; it is read again from the logs when needed."""
         self.cache = MatchCache(5_000)
         self.bookends = Bookends(self.store)
+        for follower in self.also:
+            follower.bookends.forget()
+
+    def names(self) -> list[str]:
+        """Every projection this projector writes."""
+        return [self.summary, self.results, *(f.name for f in self.also)]
 
     async def catch_up(self) -> int:
-        """Apply everything new in every partition's log; return how many events."""
-        applied = 0
+        """Apply everything new in every partition's log, read once for all the projections;
+        return how many log entries were read."""
+        read = 0
         for p in range(self.store.partitions):
-            for name in (self.summary, self.results):
-                try:
-                    applied += await catch_up(
-                        self.store,
-                        self.checkpoints,
-                        name,
-                        p,
-                        lambda entries, name=name, p=p: self._handle(name, p, entries),
-                        batch=2000,
-                    )
-                except ProjectionConflict as e:
-                    log.warning("projection moved by another writer; resuming", detail=str(e))
-                    self._forget()
-        return applied
+            members: list[tuple[str, Handler]] = [
+                (name, functools.partial(self._handle, name, p))
+                for name in (self.summary, self.results)
+            ]
+            members += [(f.name, functools.partial(f.handle, p)) for f in self.also]
+            try:
+                read += await catch_up_together(
+                    self.store, self.checkpoints, p, members, batch=2000
+                )
+            except ProjectionConflict as e:
+                log.warning("projection moved by another writer; resuming", detail=str(e))
+                self._forget()
+        return read
 
     async def rebuild(self) -> int:
-        """Reset both projections in every partition and fold the whole log again."""
+        """Reset every projection in every partition and fold the whole log again."""
         for p in range(self.store.partitions):
-            await self.checkpoints.reset(self.summary, p)
-            await self.checkpoints.reset(self.results, p)
+            for name in self.names():
+                await self.checkpoints.reset(name, p)
         self._forget()
         return await self.catch_up()
 

@@ -165,7 +165,7 @@ class RatingsProjector:
                     self.checkpoints,
                     self.name,
                     p,
-                    functools.partial(self._handle, p),
+                    functools.partial(self.handle, p),
                 )
             except ProjectionConflict as e:
                 log.warning("ratings moved by another writer; resuming", detail=str(e))
@@ -188,9 +188,11 @@ class RatingsProjector:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), interval)
 
-    async def _handle(
+    async def handle(
         self, partition: int, entries: Sequence[tuple[str, Recorded]]
     ) -> list[WriteOp]:
+        """The writes for a batch of a partition's log entries: the results of matches that
+        ended in it."""
         ops: list[WriteOp] = []
         for _, record in entries:
             ends = await self.bookends.see(record)

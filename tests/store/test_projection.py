@@ -17,6 +17,7 @@ from services.store.projection import (
     RedisCheckpoints,
     WriteOp,
     catch_up,
+    catch_up_together,
     op,
 )
 from tests.store.contract import events, matches_in_partition
@@ -31,7 +32,7 @@ class Crash(Exception):
     """Stands for a projector process dying between reading a batch and committing it."""
 
 
-def counting(checkpoints: Checkpoints, crash_on_call: int | None = None) -> Any:
+def counting(checkpoints: Checkpoints, crash_on_call: int | None = None, name: str = NAME) -> Any:
     """A handler counting events per match and listing them in the order applied."""
     calls = 0
 
@@ -40,8 +41,8 @@ def counting(checkpoints: Checkpoints, crash_on_call: int | None = None) -> Any:
         calls += 1
         if calls == crash_on_call:
             raise Crash
-        counts = checkpoints.key(NAME, PARTITION, "events")
-        order = checkpoints.key(NAME, PARTITION, "order")
+        counts = checkpoints.key(name, PARTITION, "events")
+        order = checkpoints.key(name, PARTITION, "order")
         ops = [op("HINCRBY", counts, r.match_id, 1) for _, r in entries]
         ops.append(op("RPUSH", order, *(f"{r.match_id}:{r.version}" for _, r in entries)))
         return ops
@@ -129,6 +130,24 @@ class CheckpointsContract:
         assert order == await self.expected_order(store)
         counts = await self.read_hash(restarted, restarted.key(NAME, PARTITION, "events"))
         assert counts == {m.encode(): b"5" if m == match_ids[0] else b"4" for m in match_ids}
+
+    async def test_projections_read_together_each_apply_every_entry_once_from_their_own_position(
+        self, store: EventStore, checkpoints: Checkpoints, restarted: Checkpoints
+    ) -> None:
+        """One read of the log feeds projections that stand at different positions."""
+        match_ids = await self.fill(store)
+        await catch_up(store, checkpoints, NAME, PARTITION, counting(checkpoints), batch=5)
+        await store.append(match_ids[1], events("late"), 4, "late")  # NAME is one entry behind
+
+        members = [(NAME, counting(restarted)), ("fresh", counting(restarted, name="fresh"))]
+        read = await catch_up_together(store, restarted, PARTITION, members, batch=5)
+
+        assert read == 13  # from the earliest position: the start of the log
+        expected = await self.expected_order(store)
+        for name in (NAME, "fresh"):
+            order = await self.read_list(restarted, restarted.key(name, PARTITION, "order"))
+            assert order == expected
+        assert await catch_up_together(store, restarted, PARTITION, members) == 0
 
     async def test_two_projectors_from_one_position_apply_a_batch_once(
         self, store: EventStore, checkpoints: Checkpoints, restarted: Checkpoints
