@@ -22,6 +22,7 @@ import uvloop
 from bench.store import bare_append_rate
 from engine.rules import Rules
 from engine.strategy import RandomStrategy
+from services.app import tune_gc
 from services.bots import BotWorker
 from services.client import ServiceClient
 from services.config import Settings
@@ -55,6 +56,7 @@ def run() -> Iterator[dict[str, Any]]:
 
 
 async def _drive(url: str, settings: Settings) -> tuple[float, list[float]]:
+    tune_gc()  # as `domino bots` runs
     redis = connect(url)
     client = ServiceClient(redis, settings, sender="bench")
     rules = Rules.make("express", target=5000)  # long matches: none ends inside the window

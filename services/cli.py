@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import importlib
 import signal
 import sys
@@ -26,7 +25,7 @@ from engine.views import redact, view_for
 from events.codec import JSON
 from events.envelope import Envelope
 from services import jsonl
-from services.app import bots_app, projector_app, referee_app
+from services.app import bots_app, projector_app, referee_app, tune_gc
 from services.client import ServiceClient
 from services.config import ConfigError, Settings
 from services.demo import play_series, report
@@ -236,10 +235,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def _run_app(app: FastStream) -> int:
-    # A service allocates many small, short-lived objects per message: collect the young
-    # generation less often, and leave what was loaded at start-up out of full collections.
-    gc.set_threshold(50_000, 20, 20)
-    gc.freeze()
+    tune_gc()
     try:
         import uvloop
 
