@@ -193,9 +193,14 @@ async def catch_up_together(
     start = min(positions.values(), key=_order)
     read = 0
     while entries := await store.read_log(partition, start, batch):
+        keys: list[tuple[int, ...]] | None = None
         for name, handle in members:
-            after = _order(positions[name])
-            mine = [entry for entry in entries if _order(entry[0]) > after]
+            if positions[name] == start:  # the usual case: every projection in step
+                mine = entries
+            else:
+                keys = keys or [_order(position) for position, _ in entries]
+                after = _order(positions[name])
+                mine = [entry for entry, key in zip(entries, keys, strict=True) if key > after]
             if not mine:
                 continue
             ops = await handle(mine)
