@@ -16,7 +16,6 @@
 | DOMINO_LEASE_MS | 10000 | a referee's hold on its partitions lasts this long unrenewed |
 | DOMINO_SEARCH_BUDGET_MS | 20 | thinking time per move of the search bots |
 | DOMINO_MAX_COMMAND_BYTES | 16384 | larger commands are rejected unread |
-| DOMINO_DEFAULT_DEADLINE_MS | 0 | a turn's deadline when a match sets none (0: no deadline) |
 """
 
 from __future__ import annotations
@@ -42,7 +41,6 @@ ENV: dict[str, str] = {
     "lease_ms": "DOMINO_LEASE_MS",
     "search_budget_ms": "DOMINO_SEARCH_BUDGET_MS",
     "max_command_bytes": "DOMINO_MAX_COMMAND_BYTES",
-    "default_deadline_ms": "DOMINO_DEFAULT_DEADLINE_MS",
 }
 """Each setting and the environment variable it is read from."""
 
@@ -90,7 +88,6 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     lease_ms: int = 10000
     search_budget_ms: float = 20.0
     max_command_bytes: int = 16384
-    default_deadline_ms: int = 0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
