@@ -40,7 +40,7 @@ format: $(STAMP)
 
 ## Benchmarks: one JSON object per line; `make bench BENCH=engine` runs one group.
 bench: $(STAMP)
-	$(BIN)/python -m bench $(BENCH)
+	$(BIN)/python -m tests.bench $(BENCH)
 
 demo: $(STAMP)
 	$(BIN)/domino demo

@@ -346,7 +346,7 @@ def reference_perft(state: MatchState, depth: int) -> int:
 
 
 PERFT_DEAL = "14 00 02 44 34 46 16 01 56 23 04 03 55 25 35 36 15 66 11 26 12 22 06 13 33 45 05 24"
-"""The fixed double-six deal of the ``engine.perft`` benchmark (bench/engine.py)."""
+"""The fixed double-six deal of the ``engine.perft`` benchmark (tests/bench/engine.py)."""
 
 
 @pytest.mark.parametrize(

@@ -17,11 +17,11 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.typing import EncodableT, FieldT
 
-from bench import replay
 from services.redis_client import connect
 from services.redis_env import redis_server
 from services.store import AppendRequest, NewEvent, RedisEventStore
 from services.store.lua import Call, LuaScript
+from tests.bench import replay
 
 EVENT = NewEvent("tile_played", b'{"type":"tile_played","seat":1,"tile":[6,4],"end":"left"}' * 3)
 MATCHES = 100
@@ -45,7 +45,7 @@ Step = Callable[[], Awaitable[int]]
 
 def run() -> Iterator[dict[str, Any]]:
     """Yield the append and XADD figures for one client, one at a time and pipelined, then
-    the replay speeds (bench/replay.py)."""
+    the replay speeds (tests/bench/replay.py)."""
     with redis_server(appendfsync="no", env_var=None) as url:
         for mode in ("single", "pipelined"):
             appends, baseline = asyncio.run(_compare_appends(url, mode))

@@ -19,7 +19,6 @@ from typing import Any
 
 import uvloop
 
-from bench.store import bare_append_rate
 from engine.rules import Rules
 from engine.strategy import RandomStrategy
 from services.app import tune_gc
@@ -29,6 +28,7 @@ from services.config import Settings
 from services.redis_client import connect
 from services.redis_env import redis_server
 from services.supervisor import Stack
+from tests.bench.store import bare_append_rate
 
 MATCHES = 200
 WARMUP_S = 2.0

@@ -1,9 +1,9 @@
 """Run benchmark groups and print each result as one JSON object per line.
 
-    python -m bench all            every group that exists
-    python -m bench store engine   the named groups, in that order
+    python -m tests.bench all            every group that exists
+    python -m tests.bench store engine   the named groups, in that order
 
-A group is a module `bench/<group>.py` whose `run()` yields dicts; a group not written yet is
+A group is a module `tests/bench/<group>.py` whose `run()` yields dicts; a group not written yet is
 skipped.
 """
 
@@ -46,7 +46,7 @@ def main(argv: list[str]) -> int:
 
 
 def _runner(group: str) -> Callable[[], Iterator[dict[str, Any]]] | None:
-    name = f"{__package__ or 'bench'}.{group}"
+    name = f"{__package__ or 'tests.bench'}.{group}"
     if importlib.util.find_spec(name) is None:
         return None
     run: Callable[[], Iterator[dict[str, Any]]] = importlib.import_module(name).run
