@@ -125,7 +125,8 @@ def test_dropped_seat_and_spectator_streams_resume_with_nothing_lost_or_repeated
     """Every event id exactly once across many connections, each event redacted for its
     receiver (C8), every view what view_for / public_view says at that version."""
     g = gateways
-    match_id = create(g.url, ["random", None], rules={"players": 2, "target": 40})
+    # a target that takes several rounds, so the streams are dropped many times
+    match_id = create(g.url, ["random", None], rules={"players": 2, "target": 150})
     seat, token = join(g.url, match_id)
 
     async def both() -> tuple[dict[str, Any], dict[str, Any]]:
