@@ -8,7 +8,6 @@ import time
 from dataclasses import dataclass, field
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from engine.game import evolve
@@ -17,7 +16,8 @@ from engine.state import MatchState
 from events.codec import JSON
 from services.client import ServiceClient
 from services.config import Settings
-from services.store import open_store
+from services.render import series_progress
+from services.runtime import open_clients
 from services.store.base import EventStore
 
 
@@ -48,52 +48,43 @@ async def play_series(
     url: str, settings: Settings, matches: int, console: Console, timeout: float = 300.0
 ) -> list[Tracked]:
     """Create ``matches`` matches for the house bots and follow them to their end."""
-    from services.store import connect
+    async with open_clients(url, settings) as (redis, store):
+        client = ServiceClient(redis, settings, sender="demo")  # type: ignore[arg-type]
+        return await _follow(client, store, matches, console, timeout)
 
-    redis = await connect(url, cluster=False)
-    store: EventStore = await open_store(
-        url, cluster=False, partitions=settings.partitions, prefix=settings.prefix
-    )
-    client = ServiceClient(redis, settings, sender="demo")  # type: ignore[arg-type]
+
+async def _follow(
+    client: ServiceClient, store: EventStore, matches: int, console: Console, timeout: float
+) -> list[Tracked]:
+    """Create the series' matches and fold their logs as they grow, with a live bar."""
     tracked: list[Tracked] = []
     for k in range(matches):
         title, rules, seats = SERIES[k % len(SERIES)]
         match_id = await client.create_match(rules, seats)
         tracked.append(Tracked(match_id, title))
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[moves]} moves"),
-        TimeElapsedColumn(),
-    )
     start = time.monotonic()
-    try:
-        with Progress(*columns, console=console) as progress:
-            task = progress.add_task("matches", total=matches, moves=0)
-            while not all(t.over for t in tracked):
-                if time.monotonic() - start > timeout:
-                    raise TimeoutError(f"the series did not finish in {timeout:.0f} s")
-                for t in tracked:
-                    if t.over:
-                        continue
-                    version = 0 if t.state is None else t.state.version
-                    for record in await store.read(t.match_id, version + 1):
-                        event = JSON.decode_envelope(record.data).event
-                        t.state = evolve(t.state, event)
-                        t.moves += event.__struct_config__.tag in (
-                            "tile_played",
-                            "tile_drawn",
-                            "turn_passed",
-                        )
-                done = sum(t.over for t in tracked)
-                progress.update(task, completed=done, moves=sum(t.moves for t in tracked))
-                await asyncio.sleep(0.1)
-        for rejected in await client.rejections():
-            console.print(f"[red]rejected[/]: {rejected}")
-    finally:
-        await store.aclose()
-        await redis.aclose()
+    with series_progress(console) as progress:
+        task = progress.add_task("matches", total=matches, moves=0)
+        while not all(t.over for t in tracked):
+            if time.monotonic() - start > timeout:
+                raise TimeoutError(f"the series did not finish in {timeout:.0f} s")
+            for t in tracked:
+                if t.over:
+                    continue
+                version = 0 if t.state is None else t.state.version
+                for record in await store.read(t.match_id, version + 1):
+                    event = JSON.decode_envelope(record.data).event
+                    t.state = evolve(t.state, event)
+                    t.moves += event.__struct_config__.tag in (
+                        "tile_played",
+                        "tile_drawn",
+                        "turn_passed",
+                    )
+            done = sum(t.over for t in tracked)
+            progress.update(task, completed=done, moves=sum(t.moves for t in tracked))
+            await asyncio.sleep(0.1)
+    for rejected in await client.rejections():
+        console.print(f"[red]rejected[/]: {rejected}")
     return tracked
 
 

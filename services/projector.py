@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 import msgspec
@@ -52,6 +52,20 @@ class Summary(msgspec.Struct, frozen=True, kw_only=True):
     ends: tuple[tuple[str, int], ...]
     winner: int | None = None
     updated: float = 0.0
+
+
+async def follow(
+    catch_up: Callable[[], Awaitable[int]], stop: asyncio.Event, interval: float
+) -> None:
+    """Call ``catch_up`` every ``interval`` seconds until ``stop`` is set; a failed round is
+    logged and tried again the next time."""
+    while not stop.is_set():
+        try:
+            await catch_up()
+        except Exception:
+            log.exception("projection batch failed; retrying")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), interval)
 
 
 class Bookends:
@@ -158,13 +172,7 @@ class Projector:
     async def run(self, stop: asyncio.Event, interval: float = 0.2) -> None:
         """Follow the logs until ``stop`` is set, a batch every ``interval`` seconds (fewer,
         larger batches write each live match's summary once per batch)."""
-        while not stop.is_set():
-            try:
-                await self.catch_up()
-            except Exception:
-                log.exception("projection batch failed; retrying")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), interval)
+        await follow(self.catch_up, stop, interval)
 
     async def _fold(self, record: Recorded) -> tuple[MatchState, Envelope]:
         """The match state right after ``record``, and the record decoded."""

@@ -19,7 +19,6 @@ that match unrated: it says nothing about that name.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 from collections.abc import Iterable, Sequence
 
@@ -29,7 +28,7 @@ from openskill.models import PlackettLuce, PlackettLuceRating
 from redis.asyncio import Redis
 
 from events.model import MatchCreated, MatchEnded
-from services.projector import Bookends
+from services.projector import Bookends, follow
 from services.store.base import EventStore, Recorded
 from services.store.projection import Checkpoints, ProjectionConflict, WriteOp, catch_up, op
 
@@ -180,13 +179,7 @@ class RatingsProjector:
 
     async def run(self, stop: asyncio.Event, interval: float = 0.2) -> None:
         """Follow the logs until ``stop`` is set."""
-        while not stop.is_set():
-            try:
-                await self.catch_up()
-            except Exception:
-                log.exception("ratings batch failed; retrying")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), interval)
+        await follow(self.catch_up, stop, interval)
 
     async def handle(
         self, partition: int, entries: Sequence[tuple[str, Recorded]]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
 from engine.state import MatchState
 from engine.tiles import Tile, format_tile
 from events.model import (
@@ -15,6 +18,18 @@ from events.model import (
     TurnPassed,
     TurnTimedOut,
 )
+
+
+def series_progress(console: Console) -> Progress:
+    """The live bar of a series of matches: finished of total, moves so far, time."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[moves]} moves"),
+        TimeElapsedColumn(),
+        console=console,
+    )
 
 
 def tiles(hand: tuple[Tile, ...] | list[Tile]) -> str:

@@ -9,18 +9,33 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import redis
 
 from services.config import Settings
 from services.redis_env import redis_server
+from services.store import EventStore, RedisEventStore, connect
+from services.store.lua import Client
 
 DEFAULT_DATA_DIR = ".domino/redis"
 """Where an embedded Redis keeps its append-only file, relative to the working directory."""
 
 URL_FILE = "server.url"
+
+
+@contextlib.asynccontextmanager
+async def open_clients(url: str, settings: Settings) -> AsyncIterator[tuple[Client, EventStore]]:
+    """A client for ``url`` and the event store on that same connection pool, closed on exit."""
+    client = await connect(url, cluster=settings.cluster or "auto")
+    try:
+        yield (
+            client,
+            RedisEventStore(client, partitions=settings.partitions, prefix=settings.prefix),
+        )
+    finally:
+        await client.aclose()
 
 
 @contextlib.contextmanager

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from engine.rules import Rules
@@ -26,8 +25,8 @@ from services.cli import CliError, _rules_args, rules_from
 from services.client import ServiceClient
 from services.config import ConfigError, Settings
 from services.ratings import RatingsProjector, ratings_table
-from services.runtime import DEFAULT_DATA_DIR, redis_url
-from services.store import connect, open_store
+from services.render import series_progress
+from services.runtime import DEFAULT_DATA_DIR, open_clients, redis_url
 from services.store.projection import RedisCheckpoints
 from services.supervisor import Stack
 from services.tournament import Played, play_matches, seatings, standings
@@ -130,45 +129,29 @@ async def _play(
     console: Console,
     stack: Stack,
 ) -> list[Played]:
-    redis = await connect(url, cluster=settings.cluster or "auto")
-    store = await open_store(
-        url,
-        cluster=settings.cluster or "auto",
-        partitions=settings.partitions,
-        prefix=settings.prefix,
-    )
-    client = ServiceClient(redis, settings, sender="tournament")  # type: ignore[arg-type]
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[moves]} moves"),
-        TimeElapsedColumn(),
-    )
-    try:
-        with Progress(*columns, console=console) as progress:
-            task = progress.add_task("matches", total=args.matches, moves=0)
+    async with open_clients(url, settings) as (redis, store):
+        client = ServiceClient(redis, settings, sender="tournament")  # type: ignore[arg-type]
+        try:
+            with series_progress(console) as progress:
+                task = progress.add_task("matches", total=args.matches, moves=0)
 
-            def show(finished: int, created: int, moves: int) -> None:
-                dead = stack.check()
-                if dead:
-                    raise CliError(f"{', '.join(dead)} exited; see the logs")
-                progress.update(task, completed=finished, moves=moves)
+                def show(finished: int, created: int, moves: int) -> None:
+                    dead = stack.check()
+                    if dead:
+                        raise CliError(f"{', '.join(dead)} exited; see the logs")
+                    progress.update(task, completed=finished, moves=moves)
 
-            return await play_matches(
-                client,
-                store,
-                rules,
-                seatings(lineup, args.matches),
-                parallel=args.parallel,
-                on_progress=show,
-                timeout=args.timeout,
-            )
-    except TimeoutError as e:
-        raise CliError(str(e)) from None
-    finally:
-        await store.aclose()
-        await redis.aclose()
+                return await play_matches(
+                    client,
+                    store,
+                    rules,
+                    seatings(lineup, args.matches),
+                    parallel=args.parallel,
+                    on_progress=show,
+                    timeout=args.timeout,
+                )
+        except TimeoutError as e:
+            raise CliError(str(e)) from None
 
 
 def print_standings(console: Console, results: list[Played]) -> None:
@@ -201,23 +184,13 @@ def cmd_ratings(args: argparse.Namespace) -> int:
 async def _ratings(
     url: str, settings: Settings, console: Console, *, rebuild: bool, family: str | None
 ) -> None:
-    redis = await connect(url, cluster=settings.cluster or "auto")
-    store = await open_store(
-        url,
-        cluster=settings.cluster or "auto",
-        partitions=settings.partitions,
-        prefix=settings.prefix,
-    )
-    try:
+    async with open_clients(url, settings) as (redis, store):
         checkpoints = RedisCheckpoints(
             redis, partitions=settings.partitions, prefix=settings.prefix
         )
         projector = RatingsProjector(store, checkpoints)
         await (projector.rebuild() if rebuild else projector.catch_up())
         rows = await ratings_table(redis, projector)  # type: ignore[arg-type]
-    finally:
-        await store.aclose()
-        await redis.aclose()
     families = sorted({r.family for r in rows if family in (None, r.family)})
     if not families:
         console.print("no finished matches to rate yet")
