@@ -16,7 +16,8 @@ from typing import TypeVar
 import pytest
 import redis
 
-from services.redis_env import RedisUnavailable, redis_cluster, redis_server
+from services.redis.servers import RedisUnavailable, redis_cluster
+from tests.support.redis_env import redis_server
 
 T = TypeVar("T")
 

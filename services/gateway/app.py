@@ -15,7 +15,7 @@ from typing import Any, cast
 
 import msgspec
 import structlog
-from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio import Redis
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request as StarletteRequest
@@ -37,7 +37,6 @@ from events.model import (
     TilePlayed,
     TurnPassed,
 )
-from services.client import new_match_id
 from services.config import Settings
 from services.gateway.config import GatewaySettings
 from services.gateway.http import ApiError, Endpoint, Request, Response, decode_body
@@ -55,13 +54,12 @@ from services.gateway.protocol import (
 )
 from services.gateway.sender import CommandSender
 from services.gateway.streaming import StreamResponse
-from services.queries import Queries
-from services.redis_client import PackedConnection
-from services.referee import EXTERNAL
+from services.projections.queries import Queries
+from services.redis.client import new_match_id
+from services.redis.connection import node_client
 from services.store.base import InvalidMatchId
-from services.store.keys import validate_match_id
+from services.store.keys import EXTERNAL, Keys, validate_match_id
 from services.store.redis import RedisEventStore
-from services.topology import Topology
 
 log = structlog.get_logger()
 
@@ -81,7 +79,7 @@ class Gateway:
         self.settings = settings
         self.config = config
         self.redis_url = redis_url
-        self.topo = Topology(settings.prefix, settings.partitions)
+        self.topo = Keys(settings.prefix, settings.partitions)
         self.name = f"gateway-{socket.gethostname()}-{os.getpid()}"
         self.replies = self.topo.replies(self.name)
         self.moves = RateLimiter("moves_per_second", config.moves_per_s, config.move_burst)
@@ -101,13 +99,9 @@ class Gateway:
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
         """Connect, follow the logs, serve; then stop following and disconnect."""
-        pool = BlockingConnectionPool.from_url(  # wait for a connection rather than fail
-            self.redis_url,
-            max_connections=REDIS_CONNECTIONS,
-            timeout=self.config.move_timeout_s,
-            connection_class=PackedConnection,
+        redis = self._redis = node_client(  # wait for a connection rather than fail
+            self.redis_url, max_connections=REDIS_CONNECTIONS, wait_s=self.config.move_timeout_s
         )
-        redis = self._redis = Redis(connection_pool=pool)
         self._store = RedisEventStore(
             redis, partitions=self.settings.partitions, prefix=self.settings.prefix
         )

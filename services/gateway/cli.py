@@ -17,7 +17,7 @@ def cmd_gateway(args: argparse.Namespace) -> int:
     """Serve until SIGINT or SIGTERM."""
     import uvicorn  # imported here: every other subcommand starts faster without it
 
-    from services.cli import CliError
+    from services.cli.args import CliError
     from services.config import ConfigError, Settings
     from services.gateway.app import create_app
     from services.gateway.config import GatewayConfigError, GatewaySettings

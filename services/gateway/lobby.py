@@ -21,8 +21,8 @@ from redis.asyncio import Redis
 
 from engine.rules import Rules
 from events.codec import JSON
-from services.store.lua import LuaScript
-from services.topology import Topology
+from services.redis.lua import LuaScript
+from services.store.keys import Keys
 
 _RULES = msgspec.json.Decoder(Rules)
 _POOLS = msgspec.json.Decoder(list[str | None])
@@ -137,7 +137,7 @@ class LobbyMatch:
 class Lobby:
     """Creates, joins and reads lobby matches and resolves seat tokens, in Redis."""
 
-    def __init__(self, redis: Redis, topo: Topology, ttl_s: int) -> None:
+    def __init__(self, redis: Redis, topo: Keys, ttl_s: int) -> None:
         self.redis = redis
         self.topo = topo
         self.ttl_s = ttl_s

@@ -15,8 +15,8 @@ from redis.asyncio import Redis
 
 from events.codec import JSON
 from events.envelope import CommandEnvelope
-from services.store.lua import Call, LuaScript
-from services.topology import Topology
+from services.redis.lua import Call, LuaScript
+from services.store.keys import Keys
 
 SEND = LuaScript(
     """
@@ -35,7 +35,7 @@ return false
 class CommandSender:
     """Queues commands for the referee and sends them in pipelined batches, one at a time."""
 
-    def __init__(self, redis: Redis, topo: Topology, reply_to: str) -> None:
+    def __init__(self, redis: Redis, topo: Keys, reply_to: str) -> None:
         self.redis = redis
         self.topo = topo
         self.reply_to = reply_to

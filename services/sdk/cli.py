@@ -31,7 +31,7 @@ def cmd_bot_run(args: argparse.Namespace) -> int:
     import httpx
 
     from engine.strategy import make_strategy
-    from services.cli import CliError
+    from services.cli.args import CliError
     from services.config import Settings
     from services.logs import configure
     from services.sdk.bot import StrategyBot

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from redis.asyncio import Redis
-from redis.asyncio.cluster import RedisCluster
-
+from services.redis.connection import connect
 from services.store.base import (
     START,
     Ack,
@@ -28,7 +26,6 @@ from services.store.base import (
     StreamEntry,
 )
 from services.store.keys import DEFAULT_PARTITIONS, DEFAULT_PREFIX, Keys, partition_of
-from services.store.lua import Client
 from services.store.memory import MemoryEventStore
 from services.store.redis import RedisEventStore
 
@@ -52,31 +49,9 @@ __all__ = [
     "Schedule",
     "StoreError",
     "StreamEntry",
-    "connect",
     "open_store",
     "partition_of",
 ]
-
-
-async def connect(url: str, *, cluster: bool | Literal["auto"] = "auto") -> Client:
-    """A bytes-returning asyncio client for `url`; `cluster="auto"` asks the server which kind.
-
-    Raises redis.ConnectionError when the server does not answer.
-    """
-    if cluster == "auto":
-        probe = Redis.from_url(url)
-        try:
-            info = await probe.info("cluster")
-        finally:
-            await probe.aclose()
-        cluster = bool(info.get("cluster_enabled"))
-    if cluster:
-        cluster_client = RedisCluster.from_url(url, decode_responses=False)
-        await cluster_client.initialize()
-        return cluster_client
-    client = Redis.from_url(url, decode_responses=False)
-    await client.ping()
-    return client
 
 
 async def open_store(

@@ -22,7 +22,8 @@ from services.store.base import (
     Schedule,
     StreamEntry,
 )
-from services.store.keys import DEFAULT_PARTITIONS, DEFAULT_PREFIX, Keys, check_append
+from services.store.checks import check_append
+from services.store.keys import DEFAULT_PARTITIONS, DEFAULT_PREFIX, Keys
 
 
 class MemoryEventStore(EventStore):

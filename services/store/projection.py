@@ -15,9 +15,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from services.redis.lua import Arg, Client, LuaScript
 from services.store.base import START, EventStore, Recorded, StoreError
 from services.store.keys import DEFAULT_PARTITIONS, DEFAULT_PREFIX, Keys
-from services.store.lua import Arg, Client, LuaScript
 
 # Each allowed command with its argument count after the key: (minimum, maximum, step).
 # Checked before a commit is sent, so a malformed op cannot fail halfway through a commit.

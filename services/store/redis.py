@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, cast
 
+from services.redis.lua import Arg, Call, Client, LuaScript
 from services.store.base import (
     START,
     Ack,
@@ -23,8 +24,8 @@ from services.store.base import (
     StoreError,
     StreamEntry,
 )
-from services.store.keys import DEFAULT_PARTITIONS, DEFAULT_PREFIX, Keys, check_request
-from services.store.lua import Arg, Call, Client, LuaScript
+from services.store.checks import check_request
+from services.store.keys import DEFAULT_PARTITIONS, DEFAULT_PREFIX, Keys
 
 # Every check comes before the first write: a script is atomic but not rolled back on error.
 # The happy path makes four calls: XLEN (the version check), HSETNX (records the command id

@@ -31,14 +31,14 @@ from engine.rules import Rules
 from engine.strategy import RandomStrategy
 from engine.views import View
 from events.model import Move
-from services.bots import BotWorker
-from services.client import ServiceClient
+from services.bots.worker import BotWorker
+from services.cli.supervisor import Stack
 from services.config import Settings
 from services.logs import configure
-from services.redis_client import connect
-from services.redis_env import redis_server
+from services.redis.client import ServiceClient
+from services.redis.connection import node_client
 from services.sdk.bot import Bot
-from services.supervisor import Stack
+from tests.support.redis_env import redis_server
 
 MATCHES = 50
 SEATS = 4
@@ -190,7 +190,7 @@ async def _measure(clock: Clock, meter: CpuMeter) -> Measured:
 
 
 async def _inprocess(url: str, settings: Settings, meter: CpuMeter) -> Measured:
-    redis = connect(url)
+    redis = node_client(url)
     client = ServiceClient(redis, settings, sender="bench")
     clock = Clock()
     worker = BotWorker(settings, redis, TimedStrategy(clock), "random", "bench-bots")

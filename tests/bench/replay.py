@@ -18,11 +18,11 @@ from engine.rules import Rules
 from engine.strategy import RandomStrategy
 from events.codec import JSON
 from events.envelope import Envelope
-from services import jsonl
-from services.local import play_local_match
-from services.redis_client import connect
-from services.redis_env import redis_server
+from services.cli import jsonl
+from services.core.local_match import play_local_match
+from services.redis.connection import node_client
 from services.store import NewEvent, RedisEventStore
+from tests.support.redis_env import redis_server
 
 MATCHES = 40
 ROUNDS = 3
@@ -56,7 +56,7 @@ def _timed(work: Any) -> float:
 
 
 async def _from_redis(url: str, logs: list[list[Envelope]]) -> float:
-    client = connect(url)
+    client = node_client(url)
     store = RedisEventStore(client, prefix="bench-replay")
     try:
         for log in logs:

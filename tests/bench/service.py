@@ -21,14 +21,14 @@ import uvloop
 
 from engine.rules import Rules
 from engine.strategy import RandomStrategy
-from services.app import tune_gc
-from services.bots import BotWorker
-from services.client import ServiceClient
+from services.bots.worker import BotWorker
+from services.cli.supervisor import Stack
 from services.config import Settings
-from services.redis_client import connect
-from services.redis_env import redis_server
-from services.supervisor import Stack
+from services.redis.apps import tune_gc
+from services.redis.client import ServiceClient
+from services.redis.connection import node_client
 from tests.bench.store import bare_append_rate
+from tests.support.redis_env import redis_server
 
 MATCHES = 200
 WARMUP_S = 2.0
@@ -57,7 +57,7 @@ def run() -> Iterator[dict[str, Any]]:
 
 async def _drive(url: str, settings: Settings) -> tuple[float, list[float]]:
     tune_gc()  # as `domino bots` runs
-    redis = connect(url)
+    redis = node_client(url)
     client = ServiceClient(redis, settings, sender="bench")
     rules = Rules.make("express", target=5000)  # long matches: none ends inside the window
     worker = BotWorker(settings, redis, RandomStrategy(7), "random", "bench-bots")

@@ -4,7 +4,7 @@
 log, command id record) of one event; its baseline is a Lua script that only checks the
 version and XADDs the same event, measured in the same run. Variants alternate in short
 rounds so background load affects them alike. Both go through the services' client
-(`services.redis_client`, commands packed by hiredis), as the referee's appends do.
+(`services.redis.connection`, commands packed by hiredis), as the referee's appends do.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.typing import EncodableT, FieldT
 
-from services.redis_client import connect
-from services.redis_env import redis_server
+from services.redis.connection import node_client
+from services.redis.lua import Call, LuaScript
 from services.store import AppendRequest, NewEvent, RedisEventStore
-from services.store.lua import Call, LuaScript
 from tests.bench import replay
+from tests.support.redis_env import redis_server
 
 EVENT = NewEvent("tile_played", b'{"type":"tile_played","seat":1,"tile":[6,4],"end":"left"}' * 3)
 MATCHES = 100
@@ -64,7 +64,7 @@ def run() -> Iterator[dict[str, Any]]:
 
 
 async def _compare_appends(url: str, mode: str) -> tuple[float, float]:
-    client = connect(url)
+    client = node_client(url)
     store = RedisEventStore(client, prefix=f"bench-{mode}")
     match_ids = [f"match-{n}" for n in range(MATCHES)]
     versions = dict.fromkeys(match_ids, 0)
@@ -122,7 +122,7 @@ async def _compare_appends(url: str, mode: str) -> tuple[float, float]:
 
 
 async def _xadd(url: str, mode: str) -> float:
-    client = connect(url)
+    client = node_client(url)
     key = f"bench-xadd-{mode}"
     fields: dict[FieldT, EncodableT] = {"type": EVENT.type, "__data__": EVENT.data}
 

@@ -30,7 +30,7 @@ from events.model import (
     TileDrawn,
     TilePlayed,
 )
-from services.dealer import deal
+from services.core.dealer import deal
 
 pytestmark = pytest.mark.engine
 

@@ -23,7 +23,7 @@ from engine.state import MatchState
 from engine.tiles import full_set, tile, weight
 from engine.views import View, view_for
 from events.model import CreateMatch
-from services.dealer import deal
+from services.core.dealer import deal
 
 pytestmark = pytest.mark.engine
 

@@ -24,8 +24,8 @@ import pytest
 from engine.game import evolve
 from engine.state import MatchState
 from events.envelope import Envelope
+from services.cli.supervisor import Stack
 from services.config import Settings
-from services.supervisor import Stack
 from tests.service.conftest import read_log
 
 PLAY_LIMITS = {

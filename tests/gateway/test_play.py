@@ -19,8 +19,8 @@ from tests.service.conftest import fold, wait_until_over
 
 pytestmark = pytest.mark.service
 
-GREEDY = ["-m", "services.cli", "bot", "run", "--strategy", "greedy"]
-RANDOM = ["-m", "services.cli", "bot", "run", "--strategy", "random"]
+GREEDY = ["-m", "services.cli.main", "bot", "run", "--strategy", "greedy"]
+RANDOM = ["-m", "services.cli.main", "bot", "run", "--strategy", "random"]
 HEAVIEST = ["-m", "services.sdk.examples.heaviest"]
 BLOCKER = ["-m", "services.sdk.examples.blocker"]
 

@@ -14,9 +14,9 @@ from engine.game import evolve
 from engine.state import MatchState
 from events.codec import JSON
 from events.envelope import Envelope
+from services.cli.supervisor import Stack
 from services.config import Settings
 from services.store.redis import RedisEventStore
-from services.supervisor import Stack
 
 
 @pytest.fixture

@@ -23,9 +23,9 @@ from events.model import (
     TimeOutTurn,
 )
 from events.wire import Rejected
-from services.client import ServiceClient
+from services.cli.supervisor import Stack
 from services.config import Settings
-from services.supervisor import Stack
+from services.redis.client import ServiceClient
 from tests.service.conftest import fold, read_log
 
 pytestmark = pytest.mark.service

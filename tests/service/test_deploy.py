@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from services.cli import build_parser
+from services.cli.main import build_parser
 from services.config import ENV
 from services.gateway.config import ENV as GATEWAY_ENV
 
@@ -70,7 +70,7 @@ def test_the_image_runs_the_domino_console_script_and_copies_what_exists() -> No
     dockerfile = (DEPLOY / "Dockerfile").read_text()
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert _instruction(dockerfile, "ENTRYPOINT") == ["domino"]
-    assert project["scripts"]["domino"] == "services.cli:main"
+    assert project["scripts"]["domino"] == "services.cli.main:main"
     build_parser().parse_args(_instruction(dockerfile, "CMD"))
     for line in dockerfile.splitlines():
         if line.startswith("COPY "):

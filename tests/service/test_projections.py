@@ -11,9 +11,9 @@ import pytest
 from redis.asyncio import Redis
 
 from engine.rules import Rules
+from services.cli.supervisor import Stack
 from services.config import Settings
-from services.queries import Queries
-from services.supervisor import Stack
+from services.projections.queries import Queries
 from tests.service.conftest import fold, wait_until_over
 from tests.service.test_hosted_matches import create
 
@@ -82,7 +82,7 @@ def test_projections_rebuilt_from_the_log_equal_the_live_ones(
 
     env = Stack(redis_url, settings).env()
     done = subprocess.run(
-        [sys.executable, "-m", "services.cli", "projections", "rebuild"],
+        [sys.executable, "-m", "services.cli.main", "projections", "rebuild"],
         env=env,
         capture_output=True,
         text=True,

@@ -15,9 +15,9 @@ from redis.asyncio import Redis
 from engine.rules import Rules
 from events.codec import JSON
 from events.model import MatchCreated, MatchEnded
-from services.client import ServiceClient
+from services.cli.supervisor import Stack
 from services.config import Settings
-from services.ratings import (
+from services.projections.ratings import (
     MatchResult,
     Rating,
     RatingsProjector,
@@ -26,9 +26,9 @@ from services.ratings import (
     read_results,
     result_of,
 )
+from services.redis.client import ServiceClient
 from services.store.projection import RedisCheckpoints
 from services.store.redis import RedisEventStore
-from services.supervisor import Stack
 
 pytestmark = pytest.mark.service
 
@@ -181,7 +181,7 @@ def test_ratings_rebuilt_from_the_log_equal_the_live_projection(
     assert rebuilt_table == live_table
     env = Stack(redis_url, settings).env()
     done = subprocess.run(
-        [sys.executable, "-m", "services.cli", "ratings", "--rebuild"],
+        [sys.executable, "-m", "services.cli.main", "ratings", "--rebuild"],
         env=env,
         capture_output=True,
         text=True,

@@ -16,10 +16,10 @@ from engine.verify import verify
 from events.codec import JSON
 from events.envelope import Envelope
 from events.model import TilePlayed
-from services import jsonl
+from services.cli import jsonl
+from services.cli.supervisor import Stack
 from services.config import Settings
-from services.local import play_local_match
-from services.supervisor import Stack
+from services.core.local_match import play_local_match
 
 pytestmark = pytest.mark.service
 
@@ -34,7 +34,7 @@ def a_match(match_id: str = "m-replay1", family: str = "straight") -> list[Envel
 def domino(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
     env = Stack(settings.redis_url or "", settings).env()
     return subprocess.run(
-        [sys.executable, "-m", "services.cli", *args],
+        [sys.executable, "-m", "services.cli.main", *args],
         env=env,
         capture_output=True,
         text=True,

@@ -8,7 +8,7 @@ import pytest
 import redis
 
 from services.config import Settings
-from services.runtime import URL_FILE, redis_url
+from services.redis.embedded import URL_FILE, redis_url
 
 pytestmark = pytest.mark.service
 

@@ -14,11 +14,11 @@ from engine.views import View, view_for
 from events.codec import JSON
 from events.model import CreateMatch, Move
 from events.wire import TurnMessage
-from services.bots import BotWorker
+from services.bots.worker import BotWorker
 from services.config import Settings
-from services.dealer import deal
-from services.streams import GroupReader
-from services.topology import Topology
+from services.core.dealer import deal
+from services.redis.groups import GroupReader
+from services.store.keys import Keys
 
 pytestmark = pytest.mark.service
 
@@ -96,7 +96,7 @@ def test_a_strategy_that_raises_still_answers_its_turn_with_the_first_legal_move
         view = view_for(state, state.turn)
         worker = BotWorker(settings, redis, Broken(), "broken", "w1")
         try:
-            topo = Topology(key_prefix, 2)
+            topo = Keys(key_prefix, 2)
             stream = topo.turns(topo.partition_of("m-1"), "broken")
             turn = TurnMessage(
                 match_id="m-1",

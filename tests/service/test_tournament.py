@@ -16,11 +16,11 @@ from redis.asyncio import Redis
 from engine.strategy import STRATEGIES
 from events.codec import JSON
 from events.model import MatchCreated
+from services.cli.supervisor import Stack
+from services.cli.tournament import Played, seatings, standings, wilson
 from services.config import Settings
 from services.store.base import START
 from services.store.redis import RedisEventStore
-from services.supervisor import Stack
-from services.tournament import Played, seatings, standings, wilson
 
 pytestmark = pytest.mark.service
 
@@ -77,7 +77,7 @@ def tournament(redis_url: str, settings: Settings, tmp_path: Path, *args: str) -
     env["DOMINO_DATA_DIR"] = str(tmp_path / "redis")  # its workers' logs go beside it
     env["COLUMNS"] = "120"
     done = subprocess.run(
-        [sys.executable, "-m", "services.cli", "tournament", "--workers", "1", *args],
+        [sys.executable, "-m", "services.cli.main", "tournament", "--workers", "1", *args],
         env=env,
         capture_output=True,
         text=True,

@@ -7,7 +7,8 @@ from redis.asyncio.cluster import RedisCluster
 from redis.crc import key_slot
 
 from services.store import Ack, InvalidAppend, OutboxEntry, Schedule
-from services.store.keys import Keys, check_append, partition_of, validate_match_id
+from services.store.checks import check_append
+from services.store.keys import Keys, partition_of, validate_match_id
 from tests.store.contract import BAD_MATCH_IDS
 
 pytestmark = pytest.mark.store
@@ -46,7 +47,7 @@ def test_the_layout_is_the_documented_one() -> None:
     assert keys.match("m1") == f"dom:{{p{partition}}}:m:m1"
     assert keys.dedupe("m1") == f"dom:{{p{partition}}}:dedupe:m1"
     assert keys.log(3) == "dom:{p3}:log"
-    assert keys.turns(3) == "dom:{p3}:turns"
+    assert keys.turns(3, "greedy") == "dom:{p3}:turns:greedy"
     assert keys.commands(3) == "dom:{p3}:cmd"
     assert keys.projection("lobby", 3) == "dom:{p3}:proj:lobby"
 

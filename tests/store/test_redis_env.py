@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 import redis
 
-from services.redis_env import Durability, bundled_server_binary, redis_server
+from services.redis.servers import Durability, bundled_server_binary
 from services.store import NewEvent, open_store
+from tests.support.redis_env import redis_server
 
 pytestmark = pytest.mark.store
 

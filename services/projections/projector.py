@@ -24,7 +24,7 @@ from engine.views import public_view
 from events.codec import JSON
 from events.envelope import Envelope
 from events.model import MatchCreated, MatchEnded
-from services.referee import MatchCache
+from services.referee.service import MatchCache
 from services.store.base import EventStore, Recorded
 from services.store.projection import (
     Checkpoints,

@@ -28,7 +28,7 @@ from openskill.models import PlackettLuce, PlackettLuceRating
 from redis.asyncio import Redis
 
 from events.model import MatchCreated, MatchEnded
-from services.projector import Bookends, follow
+from services.projections.projector import Bookends, follow
 from services.store.base import EventStore, Recorded
 from services.store.projection import Checkpoints, ProjectionConflict, WriteOp, catch_up, op
 

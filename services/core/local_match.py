@@ -13,7 +13,7 @@ from engine.strategy import Strategy
 from engine.views import view_for
 from events.envelope import Envelope
 from events.model import AnyCommand, CreateMatch
-from services.dealer import deal
+from services.core.dealer import deal
 
 
 def play_local_match(

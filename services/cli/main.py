@@ -17,63 +17,38 @@ from redis.exceptions import RedisError
 from rich.console import Console
 
 from engine.game import evolve
-from engine.rules import Rules, RulesError
 from engine.state import MatchState
 from engine.strategy import STRATEGIES, make_strategy
 from engine.verify import verify
 from engine.views import redact, view_for
 from events.codec import JSON
 from events.envelope import Envelope
-from services import jsonl
-from services.app import bots_app, projector_app, referee_app, tune_gc
-from services.client import ServiceClient
+from services.bots.app import bots_app
+from services.cli import jsonl
+from services.cli.args import CliError, rules_args, rules_from
+from services.cli.demo import play_series, report
+from services.cli.render import describe, score_line
+from services.cli.supervisor import Stack
 from services.config import ConfigError, Settings
-from services.demo import play_series, report
-from services.local import play_local_match
+from services.core.local_match import play_local_match
 from services.logs import configure
-from services.projector import Projector
-from services.queries import Queries
-from services.ratings import RatingsProjector
-from services.redis_env import RedisUnavailable
-from services.render import describe, score_line
-from services.runtime import DEFAULT_DATA_DIR, redis_url
+from services.projections.app import projector_app
+from services.projections.projector import Projector
+from services.projections.queries import Queries
+from services.projections.ratings import RatingsProjector
+from services.redis.apps import tune_gc
+from services.redis.client import ServiceClient
+from services.redis.connection import node_client
+from services.redis.embedded import DEFAULT_DATA_DIR, redis_url
+from services.redis.servers import RedisUnavailable
+from services.referee.app import referee_app
 from services.store import EventStore, open_store
 from services.store.base import ConcurrencyError, NewEvent, StoreError
 from services.store.projection import RedisCheckpoints
 from services.store.redis import RedisEventStore
-from services.supervisor import Stack
 
-PLUGINS = ("services.gateway.cli", "services.sdk.cli", "services.tournament.cli")
+PLUGINS = ("services.gateway.cli", "services.sdk.cli", "services.cli.tournament_commands")
 """Modules that add subcommands: each has ``register(subparsers)``."""
-
-
-class CliError(Exception):
-    """A user-facing error: printed on stderr, exit status 2."""
-
-
-def _rules_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--rules", choices=("express", "straight"), default="express", help="family")
-    p.add_argument("--players", type=int, default=None, help="2, 3 or 4 (default 4 / 2)")
-    p.add_argument("--partners", action=argparse.BooleanOptionalAction, default=None)
-    p.add_argument("--set", dest="top", type=int, default=6, choices=(6, 9, 12))
-    p.add_argument("--target", type=int, default=None, help="points to win (100 / 250)")
-    p.add_argument("--next-leader", choices=("after_winner", "rotate"), default="after_winner")
-
-
-def rules_from(args: argparse.Namespace) -> Rules:
-    """The rule set named by the command line options."""
-    players = args.players or (4 if args.rules == "express" else 2)
-    try:
-        return Rules.make(
-            args.rules,
-            players=players,
-            partners=args.partners,
-            top=args.top,
-            target=args.target,
-            next_leader=args.next_leader,
-        )
-    except RulesError as e:
-        raise CliError(str(e)) from None
 
 
 def cmd_play(args: argparse.Namespace) -> int:
@@ -366,7 +341,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 async def _with_redis(settings: Settings, work: Callable[[Redis], Awaitable[int]]) -> int:
     with redis_url(settings) as url:
-        redis = Redis.from_url(url, decode_responses=False)
+        redis = node_client(url)
         try:
             return await work(redis)
         except RedisError as e:
@@ -446,7 +421,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("play", help="play one match between bots in this process")
-    _rules_args(p)
+    rules_args(p)
     p.add_argument("--seats", help=f"strategies by seat, comma-separated ({', '.join(STRATEGIES)})")
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("-o", "--output", help="also write the match log here (JSON lines)")
@@ -500,7 +475,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_projections)
 
     p = sub.add_parser("create", help="open a match for house bots or external players")
-    _rules_args(p)
+    rules_args(p)
     p.add_argument(
         "--seats",
         required=True,

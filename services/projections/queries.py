@@ -6,7 +6,7 @@ import msgspec
 from redis.asyncio import Redis
 
 from services.config import Settings
-from services.projector import Summary
+from services.projections.projector import Summary
 from services.store.projection import RedisCheckpoints
 
 _SUMMARY = msgspec.json.Decoder(Summary)

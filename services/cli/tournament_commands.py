@@ -3,7 +3,7 @@
 ``domino tournament --rules express --partners --matches 200 --seats search,greedy,search,greedy``
 starts the service (Redis unless ``REDIS_URL``, a referee, a pool of bot workers per strategy,
 the projector), plays the matches through it with a progress bar, turning the seats between
-matches (see :mod:`services.tournament`), and prints the standings and the ratings.
+matches (see :mod:`services.cli.tournament`), and prints the standings and the ratings.
 ``domino ratings`` brings the ratings projection up to date and prints the table.
 """
 
@@ -21,15 +21,16 @@ from rich.table import Table
 
 from engine.rules import Rules
 from engine.strategy import STRATEGIES
-from services.cli import CliError, _rules_args, rules_from
-from services.client import ServiceClient
+from services.cli.args import CliError, rules_args, rules_from
+from services.cli.clients import open_clients
+from services.cli.render import series_progress
+from services.cli.supervisor import Stack
+from services.cli.tournament import Played, play_matches, seatings, standings
 from services.config import ConfigError, Settings
-from services.ratings import RatingsProjector, ratings_table
-from services.render import series_progress
-from services.runtime import DEFAULT_DATA_DIR, open_clients, redis_url
+from services.projections.ratings import RatingsProjector, ratings_table
+from services.redis.client import ServiceClient
+from services.redis.embedded import DEFAULT_DATA_DIR, redis_url
 from services.store.projection import RedisCheckpoints
-from services.supervisor import Stack
-from services.tournament import Played, play_matches, seatings, standings
 
 BUDGET_ENV = "DOMINO_SEARCH_BUDGET_MS"
 """The environment variable the bot workers read search's time per move from (ms)."""
@@ -40,7 +41,7 @@ DEFAULT_BUDGET_MS = 20.0
 def register(sub: Any) -> None:
     """Add ``tournament`` and ``ratings`` to the ``domino`` command's subcommands."""
     p = sub.add_parser("tournament", help="play house bots against each other, with standings")
-    _rules_args(p)
+    rules_args(p)
     p.add_argument(
         "--seats", default="search,greedy", help="strategy by seat, comma-separated (repeated)"
     )

@@ -14,10 +14,10 @@ from engine.game import evolve
 from engine.rules import Rules
 from engine.state import MatchState
 from events.codec import JSON
-from services.client import ServiceClient
+from services.cli.clients import open_clients
+from services.cli.render import series_progress
 from services.config import Settings
-from services.render import series_progress
-from services.runtime import open_clients
+from services.redis.client import ServiceClient
 from services.store.base import EventStore
 
 

@@ -9,33 +9,18 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import redis
 
 from services.config import Settings
-from services.redis_env import redis_server
-from services.store import EventStore, RedisEventStore, connect
-from services.store.lua import Client
+from services.redis.servers import private_server
 
 DEFAULT_DATA_DIR = ".domino/redis"
 """Where an embedded Redis keeps its append-only file, relative to the working directory."""
 
 URL_FILE = "server.url"
-
-
-@contextlib.asynccontextmanager
-async def open_clients(url: str, settings: Settings) -> AsyncIterator[tuple[Client, EventStore]]:
-    """A client for ``url`` and the event store on that same connection pool, closed on exit."""
-    client = await connect(url, cluster=settings.cluster or "auto")
-    try:
-        yield (
-            client,
-            RedisEventStore(client, partitions=settings.partitions, prefix=settings.prefix),
-        )
-    finally:
-        await client.aclose()
 
 
 @contextlib.contextmanager
@@ -52,7 +37,7 @@ def redis_url(settings: Settings) -> Iterator[str]:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one starter at a time decides who serves the dir
         running = _running(data_dir)
         if running is None:
-            server = redis_server(appendfsync=settings.appendfsync, data_dir=data_dir, env_var=None)
+            server = private_server(appendfsync=settings.appendfsync, data_dir=data_dir)
             url = server.__enter__()
             (data_dir / URL_FILE).write_text(url)
         fcntl.flock(lock, fcntl.LOCK_UN)

@@ -18,8 +18,8 @@ from engine.strategy import Strategy
 from events.codec import JSON, DecodeError
 from events.envelope import CommandEnvelope
 from services.config import Settings
-from services.streams import DATA, Entry, GroupReader, GroupWorker
-from services.topology import Topology
+from services.redis.groups import DATA, Entry, GroupReader, GroupWorker
+from services.store.keys import Keys
 
 log = structlog.get_logger()
 
@@ -45,7 +45,7 @@ class BotWorker(GroupWorker):
         self.redis = redis
         self.strategy = strategy
         self.pool = pool
-        self.topo = Topology(settings.prefix, settings.partitions)
+        self.topo = Keys(settings.prefix, settings.partitions)
         self.reader = GroupReader(
             redis,
             self.topo.all_turns(pool),

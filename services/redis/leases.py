@@ -14,8 +14,8 @@ import time
 
 from redis.asyncio import Redis
 
-from services.store.lua import LuaScript
-from services.topology import Topology
+from services.redis.lua import LuaScript
+from services.store.keys import Keys
 
 RENEW = LuaScript(
     """
@@ -39,17 +39,17 @@ return 0
 class PartitionLeases:
     """The partitions this process holds, kept to its share of the live referees."""
 
-    def __init__(self, redis: Redis, topo: Topology, name: str, ttl_ms: int) -> None:
+    def __init__(self, redis: Redis, topo: Keys, name: str, ttl_ms: int) -> None:
         self.redis = redis
         self.topo = topo
         self.name = name
         self.ttl_ms = ttl_ms
         self.owned: set[int] = set()
-        self.members = f"{topo.prefix}:referees"
+        self.members = topo.referees
 
     def owner_key(self, partition: int) -> str:
         """The lease key of a partition (in the partition's slot)."""
-        return f"{self.topo.prefix}:{self.topo.tag(partition)}:owner"
+        return self.topo.owner(partition)
 
     async def refresh(self) -> set[int]:
         """Heartbeat, renew what we hold, give back extras, take free partitions up to our

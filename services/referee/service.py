@@ -37,8 +37,9 @@ from events.model import (
 )
 from events.wire import Rejected, TurnMessage
 from services.config import Settings
-from services.dealer import deal
-from services.leases import PartitionLeases
+from services.core.dealer import deal
+from services.redis.groups import Entry, GroupReader, GroupWorker, ensure_groups
+from services.redis.leases import PartitionLeases
 from services.store.base import (
     Ack,
     AppendRequest,
@@ -47,15 +48,13 @@ from services.store.base import (
     OutboxEntry,
     Schedule,
 )
+from services.store.keys import EXTERNAL, Keys
 from services.store.redis import RedisEventStore
-from services.streams import Entry, GroupReader, GroupWorker, ensure_groups
-from services.topology import Topology
 
 log = structlog.get_logger()
 GROUP = "referee"
 REFEREE_ONLY = (DealRound, TimeOutTurn)
 """Commands the referee makes itself; arriving on a command stream they are rejected."""
-EXTERNAL = "external"  # the pool of seats played from outside (through the gateway)
 
 
 @dataclass(slots=True)
@@ -117,7 +116,7 @@ class Referee(GroupWorker):
         self.settings = settings
         self.redis = redis
         self.store = store
-        self.topo = Topology(settings.prefix, settings.partitions)
+        self.topo = Keys(settings.prefix, settings.partitions)
         self.name = name
         self.rng = rng or random.SystemRandom()
         self.cache = MatchCache()

@@ -56,7 +56,7 @@ class Stack:
             out = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - closed in stop()
             self._logs.append(out)
         process = subprocess.Popen(
-            [sys.executable, "-m", "services.cli", *args],
+            [sys.executable, "-m", "services.cli.main", *args],
             env=self.env(),
             stdout=out,
             stderr=subprocess.STDOUT if out is not None else None,

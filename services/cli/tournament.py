@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from engine.rules import Rules
 from events.codec import JSON
 from events.model import MatchEnded
-from services.client import ServiceClient
+from services.redis.client import ServiceClient
 from services.store import EventStore
 
 MOVE_TYPES = frozenset({"tile_played", "tile_drawn", "turn_passed"})

@@ -14,8 +14,8 @@ from events.envelope import CommandEnvelope
 from events.model import AnyCommand, CreateMatch
 from events.wire import Rejected
 from services.config import Settings
-from services.streams import DATA
-from services.topology import Topology
+from services.redis.groups import DATA
+from services.store.keys import Keys
 
 
 def new_match_id(prefix: str = "m") -> str:
@@ -28,7 +28,7 @@ class ServiceClient:
 
     def __init__(self, redis: Redis, settings: Settings, sender: str = "cli") -> None:
         self.redis = redis
-        self.topo = Topology(settings.prefix, settings.partitions)
+        self.topo = Keys(settings.prefix, settings.partitions)
         self.replies = self.topo.replies(sender)
         self._last_reply = "0"
 

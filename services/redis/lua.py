@@ -6,11 +6,11 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any, TypeAlias
 
-from redis.asyncio import Redis
-from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import NoScriptError
 
-Client: TypeAlias = "Redis | RedisCluster"
+from services.redis.connection import Client
+
+__all__ = ["Arg", "Call", "Client", "LuaScript"]
 Arg: TypeAlias = bytes | str | int | float
 Call: TypeAlias = tuple[Sequence[str], Sequence[Arg]]
 

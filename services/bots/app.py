@@ -1,0 +1,66 @@
+"""A bot worker's FastStream app."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import structlog
+from fast_depends.msgspec import MsgSpecSerializer
+from faststream import FastStream
+from faststream.redis import RedisBroker, StreamSub
+from redis.asyncio import Redis
+
+from engine.strategy import make_strategy
+from events.wire import Rejected
+from services.bots.worker import BotWorker, group_name
+from services.config import Settings
+from services.redis.apps import consumer_name, run_task, service_app
+from services.redis.connection import node_client
+from services.redis.groups import ensure_groups
+from services.store.keys import Keys
+
+log = structlog.get_logger()
+
+
+def bots_app(
+    url: str,
+    settings: Settings,
+    strategy: str,
+    pool: str | None = None,
+    name: str | None = None,
+    seed: int | None = None,
+) -> FastStream:
+    """A bot worker: answers the turns of ``pool`` (default: the strategy's name)."""
+    pool = pool or strategy
+    topo = Keys(settings.prefix, settings.partitions)
+    replies = topo.replies(group_name(pool))
+    consumer = name or consumer_name(pool)
+    broker = RedisBroker(url, serializer=MsgSpecSerializer(), logger=None)
+
+    @broker.subscriber(stream=StreamSub(replies, group=group_name(pool), consumer=consumer))
+    async def on_rejected(message: Rejected) -> None:
+        """A move of ours was refused: say so (a stale turn after a timeout is the usual)."""
+        log.warning(
+            "move rejected",
+            match_id=message.match_id,
+            command_id=message.command_id,
+            reason=message.rejection.reason,
+            detail=message.rejection.message,
+        )
+
+    async def start(redis: Redis) -> Callable[[], Awaitable[None]]:
+        bot = make_strategy(strategy, seed, settings.search_budget_ms)
+        worker = BotWorker(settings, redis, bot, pool, consumer)
+        return run_task(worker.run, worker.stop)
+
+    app = service_app(url, start, broker)
+
+    @app.on_startup
+    async def _groups() -> None:
+        redis = node_client(url)
+        try:  # FastStream would create the group at $ and miss earlier entries
+            await ensure_groups(redis, [replies], group_name(pool))
+        finally:
+            await redis.aclose()
+
+    return app

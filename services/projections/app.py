@@ -1,0 +1,32 @@
+"""The projector's FastStream app."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+from faststream import FastStream
+from redis.asyncio import Redis
+
+from services.config import Settings
+from services.projections.projector import Projector
+from services.projections.ratings import RatingsProjector
+from services.redis.apps import run_task, service_app
+from services.store.projection import RedisCheckpoints
+from services.store.redis import RedisEventStore
+
+
+def projector_app(url: str, settings: Settings) -> FastStream:
+    """The projector: keeps summaries, match lists, results and ratings up to date."""
+
+    async def start(redis: Redis) -> Callable[[], Awaitable[None]]:
+        store = RedisEventStore(redis, partitions=settings.partitions, prefix=settings.prefix)
+        checkpoints = RedisCheckpoints(
+            redis, partitions=settings.partitions, prefix=settings.prefix
+        )
+        ratings = RatingsProjector(store, checkpoints)
+        projector = Projector(store, checkpoints, also=[ratings])  # one read of the logs
+        stop = asyncio.Event()
+        return run_task(lambda: projector.run(stop), stop.set)
+
+    return service_app(url, start)

@@ -1,0 +1,74 @@
+"""The shape every service's FastStream app shares: broker, lifecycle and one long task.
+
+Each service is a FastStream app whose broker (msgspec serializer) carries the low-volume
+streams through ordinary subscribers, while the hot loops — commands for the referee, turns
+for bots — read with XREADGROUP directly (see services/redis/groups.py for why).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import socket
+from collections.abc import Awaitable, Callable
+
+import structlog
+from fast_depends.msgspec import MsgSpecSerializer
+from faststream import FastStream
+from faststream.redis import RedisBroker
+from redis.asyncio import Redis
+
+from services.redis.connection import node_client
+
+log = structlog.get_logger()
+
+
+def tune_gc() -> None:
+    """A service allocates many small, short-lived objects per message: collect the young
+    generation less often, and leave what was loaded at start-up out of full collections."""
+    gc.set_threshold(50_000, 20, 20)
+    gc.freeze()
+
+
+def consumer_name(kind: str) -> str:
+    """A consumer name unique to this process: kind, host and pid."""
+    return f"{kind}-{socket.gethostname()}-{os.getpid()}"
+
+
+def service_app(
+    url: str,
+    start: Callable[[Redis], Awaitable[Callable[[], Awaitable[None]]]],
+    broker: RedisBroker | None = None,
+) -> FastStream:
+    """A FastStream app that runs ``start(redis)`` after startup and its returned stopper on
+    shutdown; ``broker`` when the service has subscribers of its own."""
+    broker = broker or RedisBroker(url, serializer=MsgSpecSerializer(), logger=None)
+    app = FastStream(broker, logger=None)
+    state: dict[str, Callable[[], Awaitable[None]]] = {}
+    redis = node_client(url)
+
+    @app.after_startup
+    async def _start() -> None:
+        state["stop"] = await start(redis)
+
+    @app.on_shutdown
+    async def _stop() -> None:
+        if "stop" in state:
+            await state["stop"]()
+        await redis.aclose()
+
+    return app
+
+
+def run_task(
+    runner: Callable[[], Awaitable[None]], stopper: Callable[[], None]
+) -> Callable[[], Awaitable[None]]:
+    """Start ``runner`` as a task; return what stops it (``stopper``, then wait for it)."""
+    task = asyncio.create_task(runner())  # type: ignore[arg-type]
+
+    async def stop() -> None:
+        stopper()
+        await asyncio.gather(task, return_exceptions=True)
+
+    return stop

@@ -1,0 +1,24 @@
+"""The referee's FastStream app."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from faststream import FastStream
+from redis.asyncio import Redis
+
+from services.config import Settings
+from services.redis.apps import consumer_name, run_task, service_app
+from services.referee.service import Referee
+from services.store.redis import RedisEventStore
+
+
+def referee_app(url: str, settings: Settings, name: str | None = None) -> FastStream:
+    """The referee service."""
+
+    async def start(redis: Redis) -> Callable[[], Awaitable[None]]:
+        store = RedisEventStore(redis, partitions=settings.partitions, prefix=settings.prefix)
+        referee = Referee(settings, redis, store, name or consumer_name("referee"))
+        return run_task(referee.run, referee.stop)
+
+    return service_app(url, start)

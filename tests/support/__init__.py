@@ -1,0 +1,1 @@
+"""Test infrastructure: where the tests get their Redis."""
