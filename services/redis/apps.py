@@ -11,7 +11,8 @@ import asyncio
 import gc
 import os
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
 
 import structlog
 from fast_depends.msgspec import MsgSpecSerializer
@@ -36,6 +37,15 @@ def consumer_name(kind: str) -> str:
     return f"{kind}-{socket.gethostname()}-{os.getpid()}"
 
 
+def redis_broker(url: str) -> RedisBroker:
+    """A broker for ``url`` whose messages are msgspec-encoded and which logs nothing itself
+    (the services log through structlog)."""
+    # FastStream's RedisBrokerParams types ``logger`` as LoggerProto only, yet None is how its
+    # logging is turned off (make_logger_storage maps None to an EmptyLoggerStorage; FastStream
+    # itself types the same parameter Optional).
+    return RedisBroker(url, serializer=MsgSpecSerializer(), logger=None)  # type: ignore[arg-type]
+
+
 def service_app(
     url: str,
     start: Callable[[Redis], Awaitable[Callable[[], Awaitable[None]]]],
@@ -43,7 +53,7 @@ def service_app(
 ) -> FastStream:
     """A FastStream app that runs ``start(redis)`` after startup and its returned stopper on
     shutdown; ``broker`` when the service has subscribers of its own."""
-    broker = broker or RedisBroker(url, serializer=MsgSpecSerializer(), logger=None)
+    broker = broker or redis_broker(url)
     app = FastStream(broker, logger=None)
     state: dict[str, Callable[[], Awaitable[None]]] = {}
     redis = node_client(url)
@@ -62,10 +72,10 @@ def service_app(
 
 
 def run_task(
-    runner: Callable[[], Awaitable[None]], stopper: Callable[[], None]
+    runner: Callable[[], Coroutine[Any, Any, None]], stopper: Callable[[], None]
 ) -> Callable[[], Awaitable[None]]:
     """Start ``runner`` as a task; return what stops it (``stopper``, then wait for it)."""
-    task = asyncio.create_task(runner())  # type: ignore[arg-type]
+    task = asyncio.create_task(runner())
 
     async def stop() -> None:
         stopper()

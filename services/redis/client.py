@@ -5,8 +5,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Sequence
-
-from redis.asyncio import Redis
+from typing import cast
 
 from engine.rules import Rules
 from events.codec import JSON
@@ -14,6 +13,7 @@ from events.envelope import CommandEnvelope
 from events.model import AnyCommand, CreateMatch
 from events.wire import Rejected
 from services.config import Settings
+from services.redis.connection import Client
 from services.redis.groups import DATA
 from services.store.keys import Keys
 
@@ -26,7 +26,7 @@ def new_match_id(prefix: str = "m") -> str:
 class ServiceClient:
     """Writes command envelopes to the right partition; rejections come back on ``replies``."""
 
-    def __init__(self, redis: Redis, settings: Settings, sender: str = "cli") -> None:
+    def __init__(self, redis: Client, settings: Settings, sender: str = "cli") -> None:
         self.redis = redis
         self.topo = Keys(settings.prefix, settings.partitions)
         self.replies = self.topo.replies(sender)
@@ -72,8 +72,11 @@ class ServiceClient:
     async def rejections(self, block_ms: int | None = None) -> list[Rejected]:
         """Rejections sent back to this client since the last call."""
         reply = await self.redis.xread({self.replies: self._last_reply}, block=block_ms)
+        # The client returns bytes over RESP2, so XREAD answers [stream, [(id, fields), ...]]
+        # per stream; redis-py types the reply for every protocol and decoding at once.
+        streams = cast(list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]], reply or [])
         out: list[Rejected] = []
-        for _, entries in reply or []:
+        for _, entries in streams:
             for entry_id, fields in entries:
                 self._last_reply = entry_id.decode()
                 out.append(JSON.decode_rejected(fields[DATA]))

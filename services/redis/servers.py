@@ -19,7 +19,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import redis
 from redis.backoff import NoBackoff
@@ -304,12 +304,12 @@ def _form_cluster(nodes: Sequence[_Server], timeout: float = 30.0) -> None:
     per_node = -(-CLUSTER_SLOTS // len(nodes))
     for index, node in enumerate(nodes):
         # Distinct epochs spare the cluster its collision-resolution round.
-        _command(node, "CLUSTER", "SET-CONFIG-EPOCH", index + 1)
+        node.client.cluster("SET-CONFIG-EPOCH", index + 1)
         first = index * per_node
         slots = range(first, min(first + per_node, CLUSTER_SLOTS))
-        _command(node, "CLUSTER", "ADDSLOTS", *slots)
+        node.client.cluster("ADDSLOTS", *slots)
     for node in nodes[1:]:
-        _command(nodes[0], "CLUSTER", "MEET", "127.0.0.1", node.port)
+        nodes[0].client.cluster("MEET", "127.0.0.1", node.port)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if all(_cluster_ready(node, len(nodes)) for node in nodes):
@@ -320,9 +320,8 @@ def _form_cluster(nodes: Sequence[_Server], timeout: float = 30.0) -> None:
 
 
 def _cluster_info(node: _Server) -> dict[str, str]:
-    raw = _command(node, "CLUSTER", "INFO")
-    text = raw.decode() if isinstance(raw, bytes) else str(raw)
-    return dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+    info: dict[str, str] = node.client.cluster("INFO")  # parsed by redis-py into a dict
+    return info
 
 
 def _cluster_ready(node: _Server, masters: int) -> bool:
@@ -332,7 +331,3 @@ def _cluster_ready(node: _Server, masters: int) -> bool:
         and info.get("cluster_known_nodes") == str(masters)
         and info.get("cluster_slots_ok") == str(CLUSTER_SLOTS)
     )
-
-
-def _command(node: _Server, *args: str | int) -> Any:
-    return node.client.execute_command(*args)  # type: ignore[no-untyped-call]
