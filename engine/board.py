@@ -7,15 +7,12 @@ crosswise sides (S2), which open only once both of its long sides carry a tile.
 
 from __future__ import annotations
 
-from typing import Literal
-
-from engine.tiles import Tile, is_double, other_half
-
-End = Literal["left", "right", "up", "down"]
-"""An open end of the line: the two long arms, and the spinner's crosswise sides (S2)."""
+from engine.tiles import is_double, other_half
+from events.vocabulary import END_NAMES as END_NAMES  # the schema's words: events.vocabulary
+from events.vocabulary import End as End
+from events.vocabulary import Tile
 
 LEFT, RIGHT, UP, DOWN = 0, 1, 2, 3
-END_NAMES: tuple[End, ...] = ("left", "right", "up", "down")
 END_INDEX = {name: i for i, name in enumerate(END_NAMES)}
 LEAD = -1  # spinner_arm when the spinner is the lead itself
 

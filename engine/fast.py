@@ -27,11 +27,12 @@ from functools import cache
 from random import Random
 from typing import Final
 
-from engine.board import END_INDEX, END_NAMES, LEAD
-from engine.rules import HAND_SIZE, Rules
+from engine.board import END_INDEX, LEAD
+from engine.rules import HAND_SIZE
 from engine.state import MatchState
-from engine.tiles import Tile, full_set, tile, weight
+from engine.tiles import full_set, tile, weight
 from events.model import DrawTile, Move, PassTurn, PlayTile
+from events.vocabulary import END_NAMES, Rules, Tile
 
 LEFT: Final = 0
 RIGHT: Final = 1

@@ -32,7 +32,8 @@ from engine.fast import (
     round5,
     tables,
 )
-from engine.rules import HAND_SIZE, Rules
+from engine.rules import HAND_SIZE
+from events.vocabulary import Rules
 
 
 class Playout(NamedTuple):

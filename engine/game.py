@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from engine.board import END_INDEX, END_NAMES, Board
-from engine.rules import HAND_SIZE, RulesError
+from engine.board import END_INDEX, Board
+from engine.rules import HAND_SIZE
 from engine.state import MatchState
-from engine.tiles import Tile, format_tile, full_set, is_double, pips, tile, weight
+from engine.tiles import format_tile, full_set, is_double, pips, tile, weight
 from events.model import (
     AnyCommand,
     AnyEvent,
@@ -37,6 +37,7 @@ from events.model import (
     TurnPassed,
     TurnTimedOut,
 )
+from events.vocabulary import END_NAMES, RulesError, Tile
 
 MAX_NAME = 64
 MAX_DEADLINE_MS = 86_400_000

@@ -1,87 +1,17 @@
-"""The rule set of a match: every option named, with its default (RULES.md)."""
+"""The rule set of a match (RULES.md) and the engine's fixed numbers.
+
+``Rules`` — every option named, with its default and its validation — is stored whole in the
+match's first event, so it is part of the schema and lives in :mod:`events.vocabulary`; it is
+re-exported here, where the engine's readers look for it.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
-
-import msgspec
-
-from engine.tiles import SET_SIZES
-
-Family = Literal["express", "straight"]
-NextLeader = Literal["after_winner", "rotate"]
+from events.vocabulary import DEFAULT_TARGET as DEFAULT_TARGET
+from events.vocabulary import Family as Family
+from events.vocabulary import NextLeader as NextLeader
+from events.vocabulary import Rules as Rules
+from events.vocabulary import RulesError as RulesError
 
 HAND_SIZE = 7
 """Tiles dealt to each player (C5)."""
-
-DEFAULT_TARGET: dict[str, int] = {"express": 100, "straight": 250}  # E6, S7
-
-
-class RulesError(ValueError):
-    """Raised when a rule set names an impossible combination of options."""
-
-
-class Rules(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A match's rules as data; stored whole in the match's first event.
-
-    Build one with :meth:`Rules.make`, which fills the family's defaults and validates.
-    """
-
-    family: Family = "express"
-    players: int = 4  # C3
-    partners: bool = True  # C3: default on for Express, off for Straight
-    top: int = 6  # C1: double-six set
-    target: int = 100  # E6 / S7
-    next_leader: NextLeader = "after_winner"  # E3 (Express only)
-    reveal_stock: bool = False  # C8
-
-    @classmethod
-    def make(
-        cls,
-        family: Family = "express",
-        *,
-        players: int = 4,
-        partners: bool | None = None,
-        top: int = 6,
-        target: int | None = None,
-        next_leader: NextLeader = "after_winner",
-        reveal_stock: bool = False,
-    ) -> Rules:
-        """Build a validated rule set, taking the family's default where an option is None."""
-        if partners is None:
-            partners = family == "express" and players == 4
-        rules = cls(
-            family=family,
-            players=players,
-            partners=partners,
-            top=top,
-            target=DEFAULT_TARGET[family] if target is None else target,
-            next_leader=next_leader,
-            reveal_stock=reveal_stock,
-        )
-        rules.validate()
-        return rules
-
-    def validate(self) -> None:
-        """Raise RulesError if the options cannot make a match."""
-        if self.family not in DEFAULT_TARGET:
-            raise RulesError(f"unknown family {self.family!r}: use express or straight")
-        if self.players not in (2, 3, 4):
-            raise RulesError(f"players must be 2, 3 or 4 (C3), not {self.players}")
-        if self.partners and self.players != 4:
-            raise RulesError("partners needs exactly 4 players (C3)")
-        if self.top not in SET_SIZES:
-            raise RulesError(f"set must be double-6, double-9 or double-12 (C1), not {self.top}")
-        if not 0 < self.target <= 1_000_000:
-            raise RulesError(f"target must be a positive number of points, not {self.target}")
-        if self.next_leader not in ("after_winner", "rotate"):
-            raise RulesError(f"next_leader must be after_winner or rotate, not {self.next_leader}")
-
-    @property
-    def sides(self) -> int:
-        """How many scoring sides: 2 with partners, else one per player."""
-        return 2 if self.partners else self.players
-
-    def side_of(self, seat: int) -> int:
-        """The side a seat scores for: seats 0 and 2, and 1 and 3, with partners (C3)."""
-        return seat % 2 if self.partners else seat

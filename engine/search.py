@@ -1,6 +1,6 @@
 """Information-set search: determinized Monte Carlo on the fast path, from one seat's view.
 
-The strategy knows only what its seat may know (C8): the :class:`engine.views.View` it is given.
+The strategy knows only what its seat may know (C8): the :class:`events.view.View` it is given.
 From it, :func:`observe` works out the hard facts about the tiles it cannot see:
 
 * the hidden tiles are the whole set less its own hand and the tiles on the line;
@@ -47,10 +47,10 @@ from engine.fast import (
     tables,
 )
 from engine.fast_playout import playout
-from engine.rules import Rules
-from engine.tiles import Tile, tile, weight
-from engine.views import View
+from engine.tiles import tile, weight
 from events.model import DrawTile, Move, PassTurn, PlayTile
+from events.view import View
+from events.vocabulary import Rules, Tile
 
 DEFAULT_BUDGET_MS = 20.0
 """The default time to think per move, in milliseconds."""

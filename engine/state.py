@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from engine.board import Board
-from engine.rules import Rules
-from engine.tiles import Tile
 from events.model import AnyEvent, MatchEnded, RoundEnded
-
-Phase = Literal["dealing", "playing", "over"]
-"""``dealing``: waiting for the next deal; ``playing``: a round is on; ``over``: match ended."""
+from events.vocabulary import Phase as Phase  # the schema's words: events.vocabulary
+from events.vocabulary import Rules, Tile
 
 
 class MatchState:
@@ -62,7 +57,7 @@ class MatchState:
         self.prev_winner: int | None = None
         self.history: list[AnyEvent] = []  # this round's events, for replays
         self.played: list[Tile] = []  # this round's line, in the order played
-        self.voids: list[set[int]] = [set() for _ in range(rules.players)]  # see views.View
+        self.voids: list[set[int]] = [set() for _ in range(rules.players)]  # see events.view.View
         self.last_round: RoundEnded | None = None
         self.result: MatchEnded | None = None
 

@@ -1,6 +1,6 @@
 """Bot strategies: choose a move from a seat's view. Pure: randomness comes in as a generator.
 
-A strategy sees only a :class:`engine.views.View` — what its seat may know (C8) — and returns
+A strategy sees only a :class:`events.view.View` — what its seat may know (C8) — and returns
 one of ``view.legal``. Every bot, in-process or external, shares this interface.
 """
 
@@ -12,8 +12,8 @@ from typing import Protocol
 
 from engine.search import DEFAULT_BUDGET_MS, SearchStrategy
 from engine.tiles import weight
-from engine.views import View
 from events.model import Move, PlayTile
+from events.view import View
 
 
 class Strategy(Protocol):

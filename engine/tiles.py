@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from functools import cache
 
-Tile = tuple[int, int]
-"""A tile as ``(low, high)`` with ``low <= high``; every tile in the engine is normalized."""
-
-SET_SIZES = (6, 9, 12)
-"""The double-N sets a match may use (C1)."""
+from events.vocabulary import SET_SIZES as SET_SIZES  # the schema's words: events.vocabulary
+from events.vocabulary import Tile as Tile
 
 
 def tile(a: int, b: int) -> Tile:

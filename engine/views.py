@@ -12,55 +12,12 @@ from __future__ import annotations
 
 import msgspec
 
-from engine.board import END_NAMES, End
 from engine.game import legal_moves, play_points
-from engine.rules import Rules
-from engine.state import MatchState, Phase
-from engine.tiles import Tile
-from events.model import (
-    AnyEvent,
-    MatchEnded,
-    Move,
-    RoundEnded,
-    RoundStarted,
-    TileDrawn,
-)
-
-
-class OpenEnd(msgspec.Struct, frozen=True, kw_only=True):
-    """An end a tile may be played on: its name, the number it shows, whether a crosswise
-    double lies there (S4 counts both halves), and how many tiles its arm holds beyond the lead
-    (a spinner side with none counts 0, S4)."""
-
-    end: End
-    number: int
-    double: bool
-    tiles: int = 0
-
-
-class View(msgspec.Struct, frozen=True, kw_only=True):
-    """A seat's (or, with ``seat`` None, a spectator's) view of a match at one version."""
-
-    seat: int | None
-    rules: Rules
-    players: tuple[str, ...]
-    version: int
-    phase: Phase
-    round: int
-    leader: int
-    turn: int | None  # the seat to move while a round is on
-    scores: tuple[int, ...]
-    ends: tuple[OpenEnd, ...]
-    spinner: Tile | None
-    hand: tuple[Tile, ...] | None  # this seat's tiles; None for a spectator
-    hand_sizes: tuple[int, ...]
-    stock_size: int
-    played: tuple[Tile, ...]  # this round's line, in the order the tiles were played
-    voids: tuple[tuple[int, ...], ...]  # by seat: numbers it is known to hold none of
-    legal: tuple[Move, ...]  # the seat's legal moves when it is its turn, else empty
-    legal_points: tuple[int, ...]  # what each legal move would score now (S4), same order
-    last_round: RoundEnded | None
-    result: MatchEnded | None
+from engine.state import MatchState
+from events.model import AnyEvent, RoundStarted, TileDrawn
+from events.view import OpenEnd as OpenEnd  # the structs are schema: events.view defines them
+from events.view import View as View
+from events.vocabulary import END_NAMES
 
 
 def redact(event: AnyEvent, seat: int | None) -> AnyEvent:

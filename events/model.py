@@ -10,10 +10,7 @@ from typing import Literal
 
 import msgspec
 
-from engine.board import END_NAMES as END_NAMES  # the end names are part of the schema
-from engine.board import End as End
-from engine.rules import Rules
-from engine.tiles import Tile
+from events.vocabulary import End, Rules, Tile
 
 Hand = tuple[Tile, ...]
 

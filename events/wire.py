@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
-from engine.views import View
 from events.model import Rejection
+from events.view import View
 
 
 class TurnMessage(msgspec.Struct, frozen=True, kw_only=True, tag="turn", tag_field="type"):

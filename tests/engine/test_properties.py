@@ -17,7 +17,6 @@ from engine.views import public_view, redact, view_for
 from events.codec import JSON, MSGPACK
 from events.envelope import Envelope
 from events.model import (
-    END_NAMES,
     AnyCommand,
     AnyEvent,
     CreateMatch,
@@ -30,6 +29,7 @@ from events.model import (
     TileDrawn,
     TilePlayed,
 )
+from events.vocabulary import END_NAMES
 from services.core.dealer import deal
 
 pytestmark = pytest.mark.engine
