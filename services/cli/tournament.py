@@ -21,8 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from engine.rules import Rules
-from events.codec import JSON
 from events.model import MatchEnded
+from services.projections.records import envelope_of
 from services.redis.client import ServiceClient
 from services.store import EventStore
 
@@ -123,7 +123,8 @@ async def play_matches(
 ) -> list[Played]:
     """Create the planned matches for the house bot pools (pool = strategy name), at most
     ``parallel`` at a time, and follow each log to its end. Raises TimeoutError after
-    ``timeout`` seconds, RuntimeError if the referee rejects a match."""
+    ``timeout`` seconds, RuntimeError if the referee rejects a match, MalformedLog if a
+    match_ended record holds another event."""
     deadline = time.monotonic() + timeout
     sides = tuple(rules.side_of(k) for k in range(rules.players))
     waiting = list(plan)
@@ -144,9 +145,7 @@ async def play_matches(
                 elif record.type == "round_started":
                     t.rounds += 1
                 elif record.type == "match_ended":
-                    event = JSON.decode_envelope(record.data).event
-                    assert isinstance(event, MatchEnded)
-                    t.ended = event
+                    t.ended = envelope_of(record, MatchEnded)[1]
             if t.ended is not None:
                 live.remove(t)
                 done.append(

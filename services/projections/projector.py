@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import functools
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import msgspec
 import structlog
@@ -24,6 +24,7 @@ from engine.views import public_view
 from events.codec import JSON
 from events.envelope import Envelope
 from events.model import MatchCreated, MatchEnded
+from services.projections.records import MalformedLog, envelope_of
 from services.referee.service import MatchCache
 from services.store.base import EventStore, Recorded
 from services.store.projection import (
@@ -68,6 +69,14 @@ async def follow(
             await asyncio.wait_for(stop.wait(), interval)
 
 
+class Ends(NamedTuple):
+    """How a match began and how it ended, and when it ended (seconds since the epoch)."""
+
+    created: MatchCreated
+    ended: MatchEnded
+    ts: float
+
+
 class Bookends:
     """A match's first and last events from the log, without folding what lies between: for
     projections that only need who played and how it ended."""
@@ -80,22 +89,21 @@ class Bookends:
         """Drop what is remembered; a match's first event is read again when needed."""
         self.created.clear()
 
-    async def see(self, record: Recorded) -> tuple[MatchCreated, Envelope] | None:
-        """Remember a match's creation; at its end, return its first event and the end's
-        envelope (reading the first event from the log if it came before a restart)."""
+    async def see(self, record: Recorded) -> Ends | None:
+        """Remember a match's creation; at its end, return how it began and ended (reading the
+        first event from the log if it came before a restart). Raises MalformedLog when the
+        log does not begin with match_created or a record holds another event than its type."""
         if record.type == "match_created":
-            event = JSON.decode_envelope(record.data).event
-            assert isinstance(event, MatchCreated)
-            self.created[record.match_id] = event
+            self.created[record.match_id] = envelope_of(record, MatchCreated)[1]
         elif record.type == "match_ended":
-            ended = JSON.decode_envelope(record.data)
+            envelope, ended = envelope_of(record, MatchEnded)
             created = self.created.pop(record.match_id, None)
             if created is None:
                 first = await self.store.read(record.match_id, 1, 1)
-                event = JSON.decode_envelope(first[0].data).event
-                assert isinstance(event, MatchCreated)
-                created = event
-            return created, ended
+                if not first:
+                    raise MalformedLog(f"match {record.match_id!r} ended but has no first event")
+                created = envelope_of(first[0], MatchCreated)[1]
+            return Ends(created, ended, envelope.ts)
         return None
 
 
@@ -209,9 +217,7 @@ class Projector:
         for _, record in entries:
             ends = await self.bookends.see(record)
             if ends is not None:
-                created, ended = ends
-                assert isinstance(ended.event, MatchEnded)
-                ops.extend(self._result_ops(name, partition, created, ended.event))
+                ops.extend(self._result_ops(name, partition, ends.created, ends.ended))
         return ops
 
     def _summary_ops(

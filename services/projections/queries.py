@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import msgspec
-from redis.asyncio import Redis
 
 from services.config import Settings
 from services.projections.projector import Summary
+from services.redis.connection import Client
 from services.store.projection import RedisCheckpoints
 
 _SUMMARY = msgspec.json.Decoder(Summary)
@@ -16,7 +18,7 @@ class Queries:
     """What the lobby and the results table read, across every partition."""
 
     def __init__(
-        self, redis: Redis, settings: Settings, summary: str = "summary", results: str = "results"
+        self, redis: Client, settings: Settings, summary: str = "summary", results: str = "results"
     ) -> None:
         self.redis = redis
         self.partitions = settings.partitions
@@ -32,7 +34,8 @@ class Queries:
         status = "finished" if finished else "live"
         for p in range(self.partitions):
             key = self.checkpoints.key
-            ids = await self.redis.zrange(key(self.summary, p, status), 0, -1)
+            # a bytes client: members and fields come back as bytes, as redis-py cannot know
+            ids = cast(list[bytes], await self.redis.zrange(key(self.summary, p, status), 0, -1))
             if ids:
                 rows = await self.redis.hmget(key(self.summary, p, "matches"), ids)
                 out.extend(_SUMMARY.decode(r) for r in rows if r is not None)
@@ -50,7 +53,10 @@ class Queries:
         """Played, won, points for and against by player name, over all finished matches."""
         table: dict[str, dict[str, int]] = {}
         for p in range(self.partitions):
-            raw = await self.redis.hgetall(self.checkpoints.key(self.results_name, p, "table"))
+            raw = cast(
+                dict[bytes, bytes],
+                await self.redis.hgetall(self.checkpoints.key(self.results_name, p, "table")),
+            )
             for field, value in raw.items():
                 name, _, stat = field.decode().rpartition("|")
                 row = table.setdefault(name, {})

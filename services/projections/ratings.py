@@ -25,10 +25,10 @@ from collections.abc import Iterable, Sequence
 import msgspec
 import structlog
 from openskill.models import PlackettLuce, PlackettLuceRating
-from redis.asyncio import Redis
 
 from events.model import MatchCreated, MatchEnded
 from services.projections.projector import Bookends, follow
+from services.redis.connection import Client
 from services.store.base import EventStore, Recorded
 from services.store.projection import Checkpoints, ProjectionConflict, WriteOp, catch_up, op
 
@@ -190,16 +190,14 @@ class RatingsProjector:
         for _, record in entries:
             ends = await self.bookends.see(record)
             if ends is not None:
-                created, envelope = ends
-                assert isinstance(envelope.event, MatchEnded)
-                result = result_of(record.match_id, created, envelope.event, envelope.ts)
+                result = result_of(record.match_id, ends.created, ends.ended, ends.ts)
                 ops.append(
                     op("HSET", self.results_key(partition), record.match_id, _ENCODE.encode(result))
                 )
         return ops
 
 
-async def read_results(redis: Redis, projector: RatingsProjector) -> list[MatchResult]:
+async def read_results(redis: Client, projector: RatingsProjector) -> list[MatchResult]:
     """Every finished match's result the projection holds, across partitions."""
     out: list[MatchResult] = []
     for p in range(projector.store.partitions):
@@ -208,6 +206,6 @@ async def read_results(redis: Redis, projector: RatingsProjector) -> list[MatchR
     return out
 
 
-async def ratings_table(redis: Redis, projector: RatingsProjector) -> list[Rating]:
+async def ratings_table(redis: Client, projector: RatingsProjector) -> list[Rating]:
     """The ratings of every name, from the results the projection holds."""
     return rate(await read_results(redis, projector))
