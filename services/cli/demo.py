@@ -14,6 +14,7 @@ from engine.game import evolve
 from engine.rules import Rules
 from engine.state import MatchState
 from events.codec import JSON
+from events.model import MatchEnded
 from services.cli.clients import open_clients
 from services.cli.render import series_progress
 from services.config import Settings
@@ -33,7 +34,19 @@ class Tracked:
 
     @property
     def over(self) -> bool:
+        """Whether the match has ended."""
         return self.state is not None and self.state.phase == "over"
+
+    def final(self) -> tuple[MatchState, MatchEnded]:
+        """The state at the end of the match and how it ended; raises UnfinishedMatch when it
+        has not ended."""
+        if self.state is None or self.state.result is None:
+            raise UnfinishedMatch(f"match {self.match_id} has not ended")
+        return self.state, self.state.result
+
+
+class UnfinishedMatch(RuntimeError):
+    """Raised when the results of a match that has not ended are asked for."""
 
 
 SERIES: list[tuple[str, Rules, list[str]]] = [
@@ -49,7 +62,7 @@ async def play_series(
 ) -> list[Tracked]:
     """Create ``matches`` matches for the house bots and follow them to their end."""
     async with open_clients(url, settings) as (redis, store):
-        client = ServiceClient(redis, settings, sender="demo")  # type: ignore[arg-type]
+        client = ServiceClient(redis, settings, sender="demo")
         return await _follow(client, store, matches, console, timeout)
 
 
@@ -96,9 +109,8 @@ def report(console: Console, tracked: list[Tracked], elapsed: float) -> None:
         table.add_column(column)
     wins: dict[str, list[int]] = {}
     for t in tracked:
-        s = t.state
-        assert s is not None and s.result is not None
-        side = s.result.winner
+        s, result = t.final()
+        side = result.winner
         winners = [p for seat, p in enumerate(s.players) if s.rules.side_of(seat) == side]
         for seat, name in enumerate(s.players):
             row = wins.setdefault(name, [0, 0])

@@ -150,7 +150,7 @@ async def _import(log: list[Envelope]) -> int:
     with redis_url(settings) as url:
         store = await _open(url, settings)
         try:
-            events = [NewEvent(e.event.__struct_config__.tag, JSON.encode(e)) for e in log]
+            events = [NewEvent(str(e.event.__struct_config__.tag), JSON.encode(e)) for e in log]
             result = await store.append(match_id, events, 0, f"import:{match_id}")
             if result.duplicate:
                 raise ConcurrencyError(match_id, 0, len(log))
@@ -170,32 +170,39 @@ def cmd_replay(args: argparse.Namespace) -> int:
     at = len(log) if args.at is None else args.at
     if not 0 < at <= len(log):
         raise CliError(f"--at must be between 1 and {len(log)}")
-    state: MatchState | None = None
-    seat = args.seat
-    for env in log[:at]:
-        state = evolve(state, env.event)
-        if seat is not None and not 0 <= seat < state.rules.players:
-            raise CliError(f"seat {seat} does not exist in this match")
-        event = env.event if seat is None else redact(env.event, seat)
-        if args.json:
-            out = Envelope(
-                match_id=env.match_id,
-                version=env.version,
-                command_id=env.command_id,
-                ts=env.ts,
-                event=event,
-            )
-            sys.stdout.buffer.write(JSON.encode(out) + b"\n")
-        else:
-            for line in describe(state, event):
-                print(f"{env.version:>5} {line}")
-    assert state is not None
+    first, *rest = log[:at]
+    state = _replay_one(None, first, args.seat, args.json)
+    for env in rest:
+        state = _replay_one(state, env, args.seat, args.json)
     if args.json:
-        sys.stdout.buffer.write(JSON.encode(view_for(state, seat)) + b"\n")
+        sys.stdout.buffer.write(JSON.encode(view_for(state, args.seat)) + b"\n")
     else:
         print(f"at version {state.version}: {score_line(state, state.scores)}")
     sys.stdout.flush()
     return 0
+
+
+def _replay_one(
+    state: MatchState | None, env: Envelope, seat: int | None, as_json: bool
+) -> MatchState:
+    """Fold one event and print it as everyone, or as ``seat``, saw it; return the new state."""
+    state = evolve(state, env.event)
+    if seat is not None and not 0 <= seat < state.rules.players:
+        raise CliError(f"seat {seat} does not exist in this match")
+    event = env.event if seat is None else redact(env.event, seat)
+    if as_json:
+        out = Envelope(
+            match_id=env.match_id,
+            version=env.version,
+            command_id=env.command_id,
+            ts=env.ts,
+            event=event,
+        )
+        sys.stdout.buffer.write(JSON.encode(out) + b"\n")
+    else:
+        for line in describe(state, event):
+            print(f"{env.version:>5} {line}")
+    return state
 
 
 def cmd_verify(args: argparse.Namespace) -> int:

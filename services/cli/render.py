@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import assert_never
+
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -107,7 +109,7 @@ def describe(state: MatchState, event: AnyEvent) -> list[str]:
         return [
             f"Match over: {side_name(state, event.winner)} {why}, {score_line(state, event.scores)}"
         ]
-    return [repr(event)]  # pragma: no cover - the union is closed
+    assert_never(event)
 
 
 def score_line(state: MatchState, scores: tuple[int, ...] | list[int]) -> str:

@@ -131,7 +131,7 @@ async def _play(
     stack: Stack,
 ) -> list[Played]:
     async with open_clients(url, settings) as (redis, store):
-        client = ServiceClient(redis, settings, sender="tournament")  # type: ignore[arg-type]
+        client = ServiceClient(redis, settings, sender="tournament")
         try:
             with series_progress(console) as progress:
                 task = progress.add_task("matches", total=args.matches, moves=0)
@@ -191,7 +191,7 @@ async def _ratings(
         )
         projector = RatingsProjector(store, checkpoints)
         await (projector.rebuild() if rebuild else projector.catch_up())
-        rows = await ratings_table(redis, projector)  # type: ignore[arg-type]
+        rows = await ratings_table(redis, projector)
     families = sorted({r.family for r in rows if family in (None, r.family)})
     if not families:
         console.print("no finished matches to rate yet")
