@@ -10,8 +10,9 @@ import contextlib
 import os
 import re
 import socket
-from collections.abc import AsyncIterator
-from typing import Any, cast
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
 
 import msgspec
 import structlog
@@ -23,7 +24,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from engine.game import MAX_NAME, decide
-from engine.rules import Rules, RulesError
+from engine.rules import Family, NextLeader, Rules, RulesError
 from events.codec import JSON
 from events.model import (
     AnyEvent,
@@ -69,7 +70,26 @@ _MOVE = msgspec.json.Decoder(MoveBody)
 _CREATE = msgspec.json.Decoder(CreateBody)
 _JOIN = msgspec.json.Decoder(JoinBody)
 _SEAT_COUNT_LIMIT = 100_000
+_FAMILIES: dict[str, Family] = {"express": "express", "straight": "straight"}
+_NEXT_LEADERS: dict[str, NextLeader] = {"after_winner": "after_winner", "rotate": "rotate"}
+T = TypeVar("T")
 REDIS_CONNECTIONS = 256
+
+
+class GatewayNotStarted(RuntimeError):
+    """Raised when a handler asks for Redis, the store, the lobby or the feeds while the app is
+    not running: before its lifespan has started or after it has ended."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Running:
+    """What exists only while the app runs: one Redis client and what is built on it."""
+
+    redis: Redis
+    store: RedisEventStore
+    lobby: Lobby
+    sender: CommandSender
+    hub: Hub
 
 
 class Gateway:
@@ -87,38 +107,37 @@ class Gateway:
         self.seat_streams = Concurrency("streams_per_token", config.streams_per_token)
         self.public_streams = Concurrency("streams_per_client", config.streams_per_client)
         self._seats: dict[str, tuple[str, int]] = {}  # token hash -> (match, seat)
-        self._redis: Redis | None = None
-        self._hub: Hub | None = None
-        self._lobby: Lobby | None = None
-        self._store: RedisEventStore | None = None
-        self._sender: CommandSender | None = None
-        self._sweeper: asyncio.Task[None] | None = None
+        self._running: _Running | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
         """Connect, follow the logs, serve; then stop following and disconnect."""
-        redis = self._redis = node_client(  # wait for a connection rather than fail
+        redis = node_client(  # wait for a connection rather than fail
             self.redis_url, max_connections=REDIS_CONNECTIONS, wait_s=self.config.move_timeout_s
         )
-        self._store = RedisEventStore(
+        store = RedisEventStore(
             redis, partitions=self.settings.partitions, prefix=self.settings.prefix
         )
-        self._lobby = Lobby(redis, self.topo, self.config.token_ttl_s)
-        self._sender = CommandSender(redis, self.topo, self.replies)
-        self._hub = Hub(
-            redis, self._store, self.topo, self.replies, self.config.stream_buffer_bytes
+        hub = Hub(redis, store, self.topo, self.replies, self.config.stream_buffer_bytes)
+        await hub.start()
+        self._running = _Running(
+            redis=redis,
+            store=store,
+            lobby=Lobby(redis, self.topo, self.config.token_ttl_s),
+            sender=CommandSender(redis, self.topo, self.replies),
+            hub=hub,
         )
-        await self._hub.start()
-        self._sweeper = asyncio.create_task(self._sweep())
+        sweeper = asyncio.create_task(self._sweep())
         log.info("gateway started", replies=self.replies, partitions=self.settings.partitions)
         try:
             yield
         finally:
-            self._sweeper.cancel()
-            await asyncio.gather(self._sweeper, return_exceptions=True)
-            await self._hub.stop()
+            sweeper.cancel()
+            await asyncio.gather(sweeper, return_exceptions=True)
+            await hub.stop()
+            self._running = None
             with contextlib.suppress(Exception):
                 await redis.delete(self.replies)
             await redis.aclose()
@@ -132,35 +151,35 @@ class Gateway:
             if len(self._seats) > _SEAT_COUNT_LIMIT:
                 self._seats.clear()
 
+    def _started(self) -> _Running:
+        if self._running is None:
+            raise GatewayNotStarted("the gateway has not started: its clients exist while it runs")
+        return self._running
+
     @property
     def redis(self) -> Redis:
-        """The Redis client (raises AssertionError before the app has started)."""
-        assert self._redis is not None, "the gateway has not started"
-        return self._redis
+        """The Redis client; raises GatewayNotStarted when the app is not running."""
+        return self._started().redis
 
     @property
     def hub(self) -> Hub:
-        """The feeds of followed matches (raises AssertionError before the app has started)."""
-        assert self._hub is not None, "the gateway has not started"
-        return self._hub
+        """The feeds of followed matches; raises GatewayNotStarted when the app is not running."""
+        return self._started().hub
 
     @property
     def lobby(self) -> Lobby:
-        """The lobby's records and tokens (raises AssertionError before the app has started)."""
-        assert self._lobby is not None, "the gateway has not started"
-        return self._lobby
+        """The lobby's records and tokens; raises GatewayNotStarted when the app is not running."""
+        return self._started().lobby
 
     @property
     def sender(self) -> CommandSender:
-        """The command sender (raises AssertionError before the app has started)."""
-        assert self._sender is not None, "the gateway has not started"
-        return self._sender
+        """The command sender; raises GatewayNotStarted when the app is not running."""
+        return self._started().sender
 
     @property
     def store(self) -> RedisEventStore:
-        """The event store (read only) (raises AssertionError before the app has started)."""
-        assert self._store is not None, "the gateway has not started"
-        return self._store
+        """The event store (read only); raises GatewayNotStarted when the app is not running."""
+        return self._started().store
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -252,15 +271,13 @@ class Gateway:
         body = decode_body(await request.body(self.config.max_body_bytes), _CREATE, "match")
         players = body.rules.players or len(body.seats)
         try:
-            if body.rules.family not in ("express", "straight"):
-                raise RulesError(f"unknown family {body.rules.family!r}: use express or straight")
             rules = Rules.make(
-                body.rules.family,  # type: ignore[arg-type]
+                _option(_FAMILIES, "family", body.rules.family),
                 players=players,
                 partners=body.rules.partners,
                 top=body.rules.top,
                 target=body.rules.target,
-                next_leader=body.rules.next_leader,  # type: ignore[arg-type]
+                next_leader=_option(_NEXT_LEADERS, "next_leader", body.rules.next_leader),
                 reveal_stock=body.rules.reveal_stock,
             )
         except RulesError as e:
@@ -525,6 +542,14 @@ def _same_move(event: AnyEvent, command: Move) -> bool:
     if isinstance(command, DrawTile):
         return isinstance(event, TileDrawn)
     return isinstance(event, TurnPassed)
+
+
+def _option(choices: Mapping[str, T], name: str, value: str) -> T:
+    """The rule option ``value`` names; raises RulesError naming the choices if it is none."""
+    choice = choices.get(value)
+    if choice is None:
+        raise RulesError(f"{name} must be {' or '.join(choices)}, not {value!r}")
+    return choice
 
 
 def _first(done: bytes) -> int:

@@ -224,7 +224,8 @@ class Lobby:
         taken = code
         await self.redis.set(self.token_key(digest), f"{match_id} {taken}", ex=self.ttl_s)
         match = await self.get(match_id)
-        assert match is not None
+        if match is None:  # the record expired between the seat being taken and this read
+            raise JoinError("no_match", f"no open match {match_id!r} in the lobby")
         return match, taken, token
 
     async def get(self, match_id: str) -> LobbyMatch | None:
