@@ -16,8 +16,8 @@ from services.bots.worker import BotWorker, group_name
 from services.config import Settings
 from services.redis.apps import consumer_name, run_task, service_app
 from services.redis.connection import node_client
-from services.redis.groups import ensure_groups
 from services.store.keys import Keys
+from services.transport.redis import RedisTransport, ensure_groups
 
 log = structlog.get_logger()
 
@@ -50,7 +50,7 @@ def bots_app(
 
     async def start(redis: Redis) -> Callable[[], Awaitable[None]]:
         bot = make_strategy(strategy, seed, settings.search_budget_ms)
-        worker = BotWorker(settings, redis, bot, pool, consumer)
+        worker = BotWorker(settings, RedisTransport(redis, topo), bot, pool, consumer)
         return run_task(worker.run, worker.stop)
 
     app = service_app(url, start, broker)

@@ -10,16 +10,18 @@ applied once.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import structlog
-from redis.asyncio import Redis
 
 from engine.strategy import Strategy
 from events.codec import JSON, DecodeError
 from events.envelope import CommandEnvelope
+from events.wire import TurnMessage
 from services.config import Settings
-from services.redis.groups import DATA, Entry, GroupReader, GroupWorker
-from services.store.keys import Keys
+from services.core.worker import GroupWorker
+from services.store.base import Ack
+from services.transport.base import Entry, Message, Transport
 
 log = structlog.get_logger()
 
@@ -35,28 +37,29 @@ class BotWorker(GroupWorker):
     def __init__(
         self,
         settings: Settings,
-        redis: Redis,
+        transport: Transport,
         strategy: Strategy,
         pool: str,
         consumer: str,
+        *,
+        observe: Callable[[TurnMessage, float], None] | None = None,
     ) -> None:
         super().__init__()
         self.settings = settings
-        self.redis = redis
+        self.transport = transport
         self.strategy = strategy
         self.pool = pool
-        self.topo = Keys(settings.prefix, settings.partitions)
-        self.reader = GroupReader(
-            redis,
-            self.topo.all_turns(pool),
+        self.keys = transport.keys
+        self.reader = transport.consumer(
             group_name(pool),
             consumer,
+            self.keys.all_turns(pool),
             count=settings.batch,
-            dead_letters=self.topo.dead_letters,
             max_deliveries=settings.max_deliveries,
         )
-        self.reply_to = self.topo.replies(group_name(pool))
-        self.latencies: list[float] = []  # seconds from a command's arrival to its next turn
+        self.reply_to = self.keys.replies(group_name(pool))
+        self.observe = observe
+        """Called with each turn and when it was answered (a benchmark measures latency)."""
         self.moves = 0
         self.claim_idle_ms = settings.claim_idle_ms
         self.what = "turns"
@@ -76,15 +79,16 @@ class BotWorker(GroupWorker):
         if not entries:
             return
         now = time.time()
-        pipe = self.redis.pipeline(transaction=False)
-        done: dict[str, list[bytes]] = {}
+        answers: list[Message] = []
+        done: list[Ack] = []
         for entry in entries:
             try:
                 turn = JSON.decode_turn(entry.data or b"")
             except DecodeError as e:
                 await self.reader.dead_letter(entry, f"not a turn: {e}")
                 continue
-            self.latencies.append(now - turn.caused_at)
+            if self.observe is not None:
+                self.observe(turn, now)
             try:
                 command = self.strategy.choose(turn.view)
             except Exception:  # a strategy's bug must not stall the other matches' turns
@@ -102,12 +106,9 @@ class BotWorker(GroupWorker):
                 reply_to=self.reply_to,
                 ts=now,
             )
-            # the turns stream and the command stream share the partition's prefix and tag
-            commands = entry.stream.rpartition(":turns:")[0] + ":cmd"
-            pipe.xadd(commands, {DATA: JSON.encode(envelope)})
-            done.setdefault(entry.stream, []).append(entry.id)
+            commands = self.keys.commands(self.keys.partition_of(turn.match_id))
+            answers.append(Message(commands, JSON.encode(envelope)))
+            done.append(Ack(entry.stream, self.reader.group, entry.id))
             log.debug("move", match_id=turn.match_id, seat=turn.seat, version=turn.version)
             self.moves += 1
-        for stream, ids in done.items():
-            pipe.xack(stream, self.reader.group, *ids)
-        await pipe.execute()
+        await self.transport.publish(answers, done)

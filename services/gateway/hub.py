@@ -31,9 +31,9 @@ from events.codec import JSON, DecodeError
 from events.envelope import Envelope
 from events.model import AnyEvent, MatchEnded, Rejection, RoundEnded, TurnTimedOut
 from services.gateway.protocol import EventLine, Snapshot, TurnLine, frame
-from services.redis.groups import DATA
 from services.store.keys import Keys
 from services.store.redis import RedisEventStore
+from services.transport.base import DATA
 
 log = structlog.get_logger()
 

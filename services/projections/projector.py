@@ -24,8 +24,8 @@ from engine.views import public_view
 from events.codec import JSON
 from events.envelope import Envelope
 from events.model import MatchCreated, MatchEnded
+from services.core.repository import MatchCache
 from services.projections.records import MalformedLog, envelope_of
-from services.referee.service import MatchCache
 from services.store.base import EventStore, Recorded
 from services.store.projection import (
     Checkpoints,

@@ -2,7 +2,7 @@
 
 Each service is a FastStream app whose broker (msgspec serializer) carries the low-volume
 streams through ordinary subscribers, while the hot loops — commands for the referee, turns
-for bots — read with XREADGROUP directly (see services/redis/groups.py for why).
+for bots — read with XREADGROUP directly (see services/transport/redis.py for why).
 """
 
 from __future__ import annotations

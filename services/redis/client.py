@@ -14,8 +14,8 @@ from events.model import AnyCommand, CreateMatch
 from events.wire import Rejected
 from services.config import Settings
 from services.redis.connection import Client
-from services.redis.groups import DATA
 from services.store.keys import Keys
+from services.transport.base import DATA
 
 
 def new_match_id(prefix: str = "m") -> str:

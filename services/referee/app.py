@@ -11,6 +11,7 @@ from services.config import Settings
 from services.redis.apps import consumer_name, run_task, service_app
 from services.referee.service import Referee
 from services.store.redis import RedisEventStore
+from services.transport.redis import RedisTransport
 
 
 def referee_app(url: str, settings: Settings, name: str | None = None) -> FastStream:
@@ -18,7 +19,8 @@ def referee_app(url: str, settings: Settings, name: str | None = None) -> FastSt
 
     async def start(redis: Redis) -> Callable[[], Awaitable[None]]:
         store = RedisEventStore(redis, partitions=settings.partitions, prefix=settings.prefix)
-        referee = Referee(settings, redis, store, name or consumer_name("referee"))
+        transport = RedisTransport(redis, store.keys)
+        referee = Referee(settings, store, transport, name or consumer_name("referee"))
         return run_task(referee.run, referee.stop)
 
     return service_app(url, start)

@@ -1,11 +1,21 @@
 """The referee: the only writer of match logs.
 
-It reads commands in batches from every partition's command stream through the ``referee``
-consumer group, asks the engine, and appends each command's events with the expected version
-and the command id — the next turn (the seat's view, C8) and the turn's deadline go in the
-same atomic append, so a crash can neither lose nor duplicate a turn. Rejections go back to
-the sender and never touch the match log. Any number of referees may run: the expected
-version makes sure that only one of them writes each version of a match.
+It reads commands in batches from the command streams of the partitions it holds, through the
+``referee`` consumer group, decides each with :func:`services.core.decision.decide_command` (a
+pure function), and appends each accepted command's events with the expected version and the
+command id — the next turn (the seat's view, C8), the turn's deadline and the command's
+acknowledgement go in the same atomic append, so a crash can neither lose nor duplicate a
+turn. Rejections go back to the sender and never touch the match log.
+
+Matches come from a :class:`~services.core.repository.MatchRepository`, whose cache holds only
+what is stored: a match whose append failed, or whose partition this referee has just taken
+over, is read afresh; a rejection is sent only once the stored version is the one it was
+decided against; and a live match whose house-bot turn went unanswered for ``watch_ms`` (a turn
+lost with a Redis that restarted, say) gets its turn sent again. Any number of referees may run:
+the expected version makes sure that only one of them writes each version of a match.
+
+It reaches storage only through the event store and the message transport, so it runs the same
+on the in-memory backend and on Redis.
 """
 
 from __future__ import annotations
@@ -13,48 +23,37 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections import OrderedDict
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import msgspec
 import structlog
-from redis.asyncio import Redis
 
-from engine.game import decide, evolve
 from engine.state import MatchState
-from engine.views import view_for
 from events.codec import JSON, DecodeError
-from events.envelope import CommandEnvelope, Envelope
+from events.envelope import CommandEnvelope
 from events.model import (
-    AnyCommand,
     AnyEvent,
-    DealRound,
     MatchCreated,
     MatchEnded,
     Rejection,
     RoundEnded,
     TimeOutTurn,
 )
-from events.wire import Rejected, TurnMessage
+from events.wire import Rejected
 from services.config import Settings
-from services.core.dealer import deal
-from services.redis.groups import Entry, GroupReader, GroupWorker, ensure_groups
-from services.redis.leases import PartitionLeases
-from services.store.base import (
-    Ack,
-    AppendRequest,
-    ConcurrencyError,
-    NewEvent,
-    OutboxEntry,
-    Schedule,
-)
-from services.store.keys import EXTERNAL, Keys
-from services.store.redis import RedisEventStore
+from services.core.decision import Decision, append_request, decide_command, turn_for
+from services.core.leases import PartitionLeases
+from services.core.repository import MatchRepository
+from services.core.worker import GroupWorker
+from services.store.base import Ack, AppendRequest, ConcurrencyError, EventStore
+from services.store.errors import InvalidMatchId
+from services.transport.base import Entry, Message, Transport
 
 log = structlog.get_logger()
 GROUP = "referee"
-REFEREE_ONLY = (DealRound, TimeOutTurn)
-"""Commands the referee makes itself; arriving on a command stream they are rejected."""
+WATCH_MS = 10_000
+"""A house bot's turn unanswered this long is checked, and sent again if it was lost."""
 
 
 @dataclass(slots=True)
@@ -75,122 +74,97 @@ class Pending:
 
     work: Work
     request: AppendRequest
-    events: list[AnyEvent] = field(default_factory=list)
-
-
-class MatchCache:
-    """The live state of recently used matches, least recently used evicted first."""
-
-    def __init__(self, size: int = 20_000) -> None:
-        self.size = size
-        self._states: OrderedDict[str, MatchState] = OrderedDict()
-
-    def get(self, match_id: str) -> MatchState | None:
-        state = self._states.get(match_id)
-        if state is not None:
-            self._states.move_to_end(match_id)
-        return state
-
-    def put(self, match_id: str, state: MatchState) -> None:
-        self._states[match_id] = state
-        self._states.move_to_end(match_id)
-        while len(self._states) > self.size:
-            self._states.popitem(last=False)
-
-    def drop(self, match_id: str) -> None:
-        self._states.pop(match_id, None)
+    decision: Decision
 
 
 class Referee(GroupWorker):
-    """Decides commands for every partition; ``run`` until ``stop``."""
+    """Decides commands for the partitions it holds; ``run`` until ``stop``."""
 
     def __init__(
         self,
         settings: Settings,
-        redis: Redis,
-        store: RedisEventStore,
+        store: EventStore,
+        transport: Transport,
         name: str,
+        *,
         rng: random.Random | None = None,
+        clock: Callable[[], float] = time.time,
+        watch_ms: int = WATCH_MS,
     ) -> None:
         super().__init__()
         self.settings = settings
-        self.redis = redis
         self.store = store
-        self.topo = Keys(settings.prefix, settings.partitions)
+        self.transport = transport
+        self.keys = store.keys
         self.name = name
         self.rng = rng or random.SystemRandom()
-        self.cache = MatchCache()
-        self.leases = PartitionLeases(redis, self.topo, name, settings.lease_ms)
+        self.clock = clock
+        self.watch_ms = watch_ms
+        self.matches = MatchRepository(store)
+        self.leases = PartitionLeases(
+            transport.leases(), self.keys.partitions, name, settings.lease_ms
+        )
         self.owned: list[int] = []
-        self.reader = GroupReader(
-            redis,
-            [],  # the commands of the partitions this referee holds, set by _own()
+        self.reader = transport.consumer(
             GROUP,
             name,
+            [],  # the commands of the partitions this referee holds, set by own()
             count=settings.batch,
-            dead_letters=self.topo.dead_letters,
             max_deliveries=settings.max_deliveries,
         )
         self.claim_idle_ms = settings.claim_idle_ms
         self.what = "commands"
         self.handled = 0
-        self._partitions: dict[str, int] = {}
-        self._turn_streams: dict[tuple[int, str], str] = {}
-
-    def partition(self, match_id: str) -> int:
-        """The match's partition (raises ValueError for an invalid id); remembered."""
-        p = self._partitions.get(match_id)
-        if p is None:
-            p = self._partitions[match_id] = self.topo.partition_of(match_id)
-            if len(self._partitions) > 100_000:
-                self._partitions.clear()
-        return p
-
-    def _turns(self, partition: int, pool: str) -> str:
-        key = (partition, pool)
-        stream = self._turn_streams.get(key)
-        if stream is None:
-            stream = self._turn_streams[key] = self.topo.turns(partition, pool)
-        return stream
 
     # -- loops ---------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Serve until ``stop()``: commands, reclaimed work and deadlines of the partitions
-        this referee holds."""
-        everything = [self.topo.commands(p) for p in range(self.settings.partitions)]
-        await ensure_groups(self.redis, everything, GROUP)
-        await self._own()
+        """Serve until ``stop()``: commands, reclaimed work, deadlines and the watch list of
+        the partitions this referee holds."""
+        await self.prepare()
         log.info("referee started", consumer=self.name, partitions=self.owned)
         try:
-            await self.serve(self._deadline_loop, self._lease_loop)
+            await self.serve(self._clock_loop, self._lease_loop)
         finally:
             await self.leases.release_all()
             log.info("referee stopped", consumer=self.name, commands=self.handled)
 
-    async def _own(self) -> None:
-        """Renew and rebalance the partition leases; read only the partitions held."""
+    async def prepare(self) -> None:
+        """Create the group on every partition's commands (so none is missed when a partition
+        moves here) and take this referee's share of the partitions."""
+        everything = [self.keys.commands(p) for p in range(self.keys.partitions)]
+        groups = self.transport.consumer(GROUP, self.name, everything, count=1, max_deliveries=1)
+        await groups.start()
+        await self.own()
+
+    async def own(self) -> None:
+        """Renew and rebalance the partition leases; read only the partitions held. A
+        partition just taken over may have moved on under another referee: its cached
+        matches are read afresh."""
         owned = sorted(await self.leases.refresh())
+        if self.leases.gained:
+            self.matches.forget_partitions(self.leases.gained)
         if owned != self.owned:
             log.info("partitions held", consumer=self.name, partitions=owned)
             self.owned = owned
-            self.reader.streams = [self.topo.commands(p) for p in owned]
+            self.reader.streams = [self.keys.commands(p) for p in owned]
 
     async def _lease_loop(self) -> None:
         while not self.stopping:
             await asyncio.sleep(self.settings.lease_ms / 4000)
             try:
-                await self._own()
+                await self.own()
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("lease renewal failed")
 
-    async def _deadline_loop(self) -> None:
+    async def _clock_loop(self) -> None:
         while not self.stopping:
             await asyncio.sleep(0.05)
             try:
                 await self.fire_deadlines()
+                await self.check_watched()
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -198,33 +172,52 @@ class Referee(GroupWorker):
 
     async def fire_deadlines(self) -> int:
         """Time out every turn whose deadline has passed (TimeOutTurn); return how many."""
-        now_ms = int(time.time() * 1000)
+        now = self.clock()
         work: list[Work] = []
         for p in self.owned:
-            key = self.topo.deadlines(p)
-            due = await self.redis.zrangebyscore(key, 0, now_ms, start=0, num=200)
-            for raw in due:
-                match_id = raw.decode()
-                state = await self.load(match_id)
+            key = self.keys.deadlines(p)
+            for match_id in await self.transport.due(key, int(now * 1000), 200):
+                state = await self.matches.load(match_id)
                 if state is None or state.phase != "playing":
-                    await self.redis.zrem(key, match_id)
+                    await self.transport.reschedule(key, match_id, None)
                     continue
                 command = TimeOutTurn(seat=state.turn, version=state.version)
                 env = CommandEnvelope(
-                    match_id=match_id,
-                    command_id=f"timeout:{state.version}",
-                    command=command,
+                    match_id=match_id, command_id=f"timeout:{state.version}", command=command
                 )
-                work.append(Work(env, None, time.time(), retry=False))
+                work.append(Work(env, None, now, retry=False))
         if work:
             await self.decide_and_append(work)
         return len(work)
+
+    async def check_watched(self) -> int:
+        """Send again the turn of every watched match that has not moved for ``watch_ms``
+        (its turn was lost, or its answer was); return how many were sent."""
+        now = self.clock()
+        now_ms = int(now * 1000)
+        sent = 0
+        for p in self.owned:
+            key = self.keys.watch(p)
+            for match_id in await self.transport.due(key, now_ms, 200):
+                state = await self.matches.reload(match_id)
+                turn = None if state is None else turn_for(match_id, state, None, now)
+                if turn is None:
+                    await self.transport.reschedule(key, match_id, None)
+                    continue
+                message = Message(self.keys.turns(p, turn.pool), JSON.encode(turn))
+                await self.transport.publish([message])
+                await self.transport.reschedule(key, match_id, now_ms + self.watch_ms)
+                log.warning(
+                    "turn sent again", match_id=match_id, seat=turn.seat, version=turn.version
+                )
+                sent += 1
+        return sent
 
     # -- one batch -----------------------------------------------------------------------------
 
     async def handle(self, entries: list[Entry]) -> None:
         """Decide, append and answer a batch of command entries, then acknowledge them."""
-        now = time.time()
+        now = self.clock()
         work: list[Work] = []
         for entry in entries:
             env = await self._decode(entry)
@@ -273,27 +266,44 @@ class Referee(GroupWorker):
         log.info("command rejected", match_id=match_id, reason="bad_command", detail=why)
 
     async def decide_and_append(self, work: list[Work]) -> None:
-        """Decide, append and answer a batch of commands; conflicts are retried in order."""
+        """Decide, append and answer a batch of commands; conflicts are retried in order.
+
+        Within a batch a match's later commands are decided against the state its earlier
+        ones make; that state reaches the repository only once its append has succeeded.
+        """
         while work:
             pending: list[Pending] = []
+            later: list[Work] = []
+            ahead: dict[str, MatchState] = {}
             for w in work:
                 try:
-                    p = await self._decide(w)
+                    decided = await self._decide(w, ahead)
                 except Exception as e:  # one bad match must not hold up the batch
                     await self._park(w, e)
                     continue
-                if p is not None:
-                    pending.append(p)
+                if decided is None:
+                    continue
+                if isinstance(decided, Work):  # refused against a state not stored yet
+                    later.append(decided)
+                    continue
+                ahead[decided.decision.match_id] = decided.decision.state
+                pending.append(decided)
             if not pending:
-                return
-            results = await self.store.append_many([p.request for p in pending])
+                work = later
+                continue
+            try:
+                results = await self.store.append_many([p.request for p in pending])
+            except BaseException:
+                for p in pending:  # what was stored is unknown: read it afresh next time
+                    self.matches.forget(p.decision.match_id)
+                raise
             work = []
             failed: set[str] = set()
             for p, result in zip(pending, results, strict=True):
-                match_id = p.request.match_id
+                match_id = p.decision.match_id
                 if isinstance(result, ConcurrencyError) or match_id in failed:
                     failed.add(match_id)
-                    self.cache.drop(match_id)
+                    self.matches.forget(match_id)
                     w = p.work
                     w.attempts += 1
                     if w.retry and w.attempts < 4:
@@ -308,122 +318,68 @@ class Referee(GroupWorker):
                     continue
                 p.work.acked = True
                 if result.duplicate:
-                    self.cache.drop(match_id)  # nothing was written: the cache ran ahead
+                    self.matches.forget(match_id)  # nothing was written: read what is stored
                     continue
+                self.matches.stored(match_id, p.decision.state)
                 self.handled += 1
-                self._log_events(match_id, p.events)
+                self._log_events(match_id, p.decision.events)
+            work.extend(later)
 
     async def _park(self, w: Work, error: Exception) -> None:
         """A command that broke the referee (a corrupt log, a bug): dead-letter it, say why,
-        and drop the match from the cache so it is read afresh next time."""
+        and read the match afresh next time."""
         env = w.envelope
         log.exception("command failed", match_id=env.match_id, command_id=env.command_id)
-        self.cache.drop(env.match_id)
+        self.matches.forget(env.match_id)
         if w.entry is not None:
             await self.reader.dead_letter(w.entry, f"{type(error).__name__}: {error}")
             w.acked = True
 
-    async def _decide(self, w: Work) -> Pending | None:
+    async def _decide(self, w: Work, ahead: dict[str, MatchState]) -> Pending | Work | None:
+        """The append for ``w``; None when it was answered (rejected or dropped); ``w``
+        itself when it must wait for the batch's earlier appends of its match."""
         env = w.envelope
         match_id = env.match_id
         try:
-            p = self.partition(match_id)
-        except ValueError as e:
+            partition = self.keys.partition_of(match_id)
+        except InvalidMatchId as e:
             await self._reject(w, Rejection(reason="bad_command", rule="-", message=str(e)))
             return None
-        command: AnyCommand = env.command
-        if w.entry is not None and isinstance(command, REFEREE_ONLY):
-            what = command.__struct_config__.tag
-            message = f"{what} comes from the referee alone: it deals and keeps the clock"
-            await self._reject(w, Rejection(reason="bad_command", rule="-", message=message))
-            return None
-        state = await self.load(match_id)
-        result = decide(state, command)
-        if isinstance(result, Rejection):
-            if isinstance(command, TimeOutTurn):
-                return None  # the turn moved on before its deadline fired
-            await self._reject(w, result)
-            return None
-        expected = 0 if state is None else state.version
-        events = list(result)
-        for event in result:
-            state = evolve(state, event)
-        assert state is not None
-        while state.phase == "dealing":  # the referee deals: randomness enters the log here
-            dealt = decide(state, deal(state.rules, self.rng))
-            assert not isinstance(dealt, Rejection), dealt
-            events.extend(dealt)
-            for event in dealt:
-                state = evolve(state, event)
-        self.cache.put(match_id, state)
-        now = time.time()
-        new = [
-            NewEvent(
-                e.__struct_config__.tag,  # type: ignore[arg-type]
-                JSON.encode(
-                    Envelope(
-                        match_id=match_id,
-                        version=expected + i,
-                        command_id=env.command_id,
-                        ts=now,
-                        event=e,
-                    )
-                ),
+        batched = ahead.get(match_id)
+        state = batched if batched is not None else await self.matches.load(match_id)
+        decision = self._decide_against(state, w)
+        if isinstance(decision, Rejection) and batched is not None:
+            return w  # decided against an append still on its way: decide again after it
+        if isinstance(decision, Rejection) and w.entry is None:
+            return None  # the referee's own timeout: the turn moved on before it fired
+        if isinstance(decision, Rejection):
+            # Refused against what this referee holds: check that with the store first.
+            version, earlier = await asyncio.gather(
+                self.store.version(match_id), self.store.applied(match_id, env.command_id)
             )
-            for i, e in enumerate(events, 1)
-        ]
-        outbox: list[OutboxEntry] = []
-        deadline: float | None = None
-        seat = state.turn
-        pool = (state.bots[seat] if state.bots else None) or EXTERNAL
-        if state.phase == "playing" and state.deadline_ms:
-            deadline = now + state.deadline_ms / 1000
-        if state.phase == "playing" and pool != EXTERNAL:
-            # External seats follow the match through the gateway, which builds their turns
-            # from the log: only house bots get turn messages.
-            turn = TurnMessage(
-                match_id=match_id,
-                seat=seat,
-                version=state.version,
-                pool=pool,
-                deadline=deadline,
-                caused_at=w.arrived,
-                view=view_for(state, seat),
-            )
-            outbox.append(OutboxEntry(self._turns(p, pool), JSON.encode(turn)))
+            if earlier is not None:  # the same command again: it was applied, nothing to say
+                log.debug("duplicate command", match_id=match_id, command_id=env.command_id)
+                return None
+            if version != (0 if state is None else state.version):
+                state = await self.matches.reload(match_id)  # the cache was behind
+                decision = self._decide_against(state, w)
+        if isinstance(decision, Rejection):
+            await self._reject(w, decision)
+            return None
         entry = w.entry
-        request = AppendRequest(
-            match_id=match_id,
-            events=new,
-            expected_version=expected,
-            command_id=env.command_id,
-            outbox=outbox,
-            schedule=self._schedule(p, match_id, state, deadline),
-            ack=None if entry is None else Ack(entry.stream, GROUP, entry.id.decode()),
+        ack = None if entry is None else Ack(entry.stream, GROUP, entry.id)
+        request = append_request(decision, self.keys, partition, ack=ack, watch_ms=self.watch_ms)
+        return Pending(w, request, decision)
+
+    def _decide_against(self, state: MatchState | None, w: Work) -> Decision | Rejection:
+        return decide_command(
+            state,
+            w.envelope,
+            now=self.clock(),
+            rng=self.rng,
+            arrived=w.arrived,
+            from_stream=w.entry is not None,
         )
-        return Pending(w, request, events)
-
-    def _schedule(
-        self, p: int, match_id: str, state: MatchState, deadline: float | None
-    ) -> tuple[Schedule, ...]:
-        """The turn's deadline, set or cleared in the same append (survives restarts)."""
-        if deadline is not None:
-            return (Schedule(self.topo.deadlines(p), match_id, int(deadline * 1000)),)
-        if state.deadline_ms:
-            return (Schedule(self.topo.deadlines(p), match_id, None),)
-        return ()
-
-    async def load(self, match_id: str) -> MatchState | None:
-        """The match's state from the cache, or folded from its log (None if it has none)."""
-        state = self.cache.get(match_id)
-        if state is not None:
-            return state
-        records = await self.store.read(match_id)
-        for record in records:
-            state = evolve(state, JSON.decode_envelope(record.data).event)
-        if state is not None:
-            self.cache.put(match_id, state)
-        return state
 
     async def _reject(self, w: Work, rejection: Rejection) -> None:
         env = w.envelope
@@ -441,13 +397,13 @@ class Referee(GroupWorker):
     async def _send_rejection(
         self, reply_to: str, match_id: str, command_id: str, rejection: Rejection
     ) -> None:
-        if not self.topo.is_reply_stream(reply_to):  # a sender names its own reply stream only
+        if not self.keys.is_reply_stream(reply_to):  # a sender names its own reply stream only
             log.warning("rejection not sent: not a reply stream", reply_to=reply_to[:200])
             return
         message = Rejected(match_id=match_id, command_id=command_id, rejection=rejection)
-        await self.redis.xadd(reply_to, {b"__data__": JSON.encode(message)}, maxlen=10_000)
+        await self.transport.reply(reply_to, JSON.encode(message))
 
-    def _log_events(self, match_id: str, events: list[AnyEvent]) -> None:
+    def _log_events(self, match_id: str, events: Sequence[AnyEvent]) -> None:
         for event in events:
             if isinstance(event, RoundEnded):
                 log.info(

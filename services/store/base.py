@@ -216,6 +216,11 @@ class EventStore(abc.ABC):
     async def version(self, match_id: str) -> int:
         """Number of events of the match; 0 for a match never appended to."""
 
+    @abc.abstractmethod
+    async def applied(self, match_id: str, command_id: str) -> AppendResult | None:
+        """The result of the append that recorded `command_id` for the match, marked
+        `duplicate` as a repeated append would get it; None if it was never applied."""
+
     async def exists(self, match_id: str) -> bool:
         """True once the match has at least one event."""
         return await self.version(match_id) > 0

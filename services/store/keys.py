@@ -6,6 +6,7 @@
     <prefix>:{p<n>}:cmd                 commands for the partition's referee
     <prefix>:{p<n>}:turns:<pool>        turns for one pool of bots (an outbox stream)
     <prefix>:{p<n>}:deadlines           sorted set: match id -> its turn's deadline (ms)
+    <prefix>:{p<n>}:watch               sorted set: match id -> when to check its turn was answered
     <prefix>:{p<n>}:owner               the referee holding the partition (expiring lease)
     <prefix>:{p<n>}:proj:<name>[:...]   a projection's checkpoint and data
     <prefix>:replies:<sender>           rejections back to one sender
@@ -114,6 +115,11 @@ class Keys:
     def deadlines(self, partition: int) -> str:
         """The sorted set of turn deadlines of a partition's matches."""
         return f"{self.prefix}:{self.tag(partition)}:deadlines"
+
+    def watch(self, partition: int) -> str:
+        """The sorted set of live matches waiting on a house bot: match id -> when to check
+        that its turn was answered (and send it again if it was lost)."""
+        return f"{self.prefix}:{self.tag(partition)}:watch"
 
     def owner(self, partition: int) -> str:
         """The lease naming the referee that holds a partition."""

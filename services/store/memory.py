@@ -1,13 +1,17 @@
 """The in-memory event store: same semantics and errors as the Redis one, for pure tests and
 offline replay. Not shared between processes; positions are entry counts as strings.
 
-There are no consumer groups here: an append's acknowledgement is recorded, and `acked`
-shows which entry ids of a stream a group has acknowledged."""
+Its outbox streams, schedules and acknowledgements live in :class:`MemoryStreams`, which also
+gives them consumer groups, so the in-memory message transport (services/transport/memory.py)
+reads the turns an append wrote and sees the commands it acknowledged, as on Redis."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import replace
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 
 from services.store.base import (
     START,
@@ -26,6 +30,143 @@ from services.store.checks import check_append
 from services.store.keys import DEFAULT_PARTITIONS, DEFAULT_PREFIX, Keys
 
 
+@dataclass(slots=True)
+class PendingEntry:
+    """An entry delivered to a consumer of a group and not yet acknowledged."""
+
+    consumer: str
+    deliveries: int
+    since: float
+
+
+@dataclass(slots=True)
+class _Group:
+    last: int = 0  # sequence number of the last entry delivered to the group
+    pending: dict[bytes, PendingEntry] = field(default_factory=dict)
+
+
+class MemoryStreams:
+    """Streams with consumer groups, sorted-set schedules and acknowledgements, in memory.
+
+    Entry ids are ``<n>-0`` with ``n`` counting up per stream, as Redis would give them within
+    one millisecond. Groups start at the beginning of a stream (as ``XGROUP CREATE ... 0``).
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self._entries: dict[str, list[tuple[int, dict[bytes, bytes]]]] = {}
+        self._next: dict[str, int] = {}
+        self._groups: dict[tuple[str, str], _Group] = {}
+        self._acked: dict[tuple[str, str], set[str]] = {}
+        self.schedules: dict[str, dict[str, int]] = {}
+        self._changed = asyncio.Event()
+
+    def contents(self) -> dict[str, object]:
+        """Entries and schedules (not group state), for comparing before and after."""
+        return {
+            "entries": {k: [dict(f) for _, f in v] for k, v in self._entries.items()},
+            "schedules": {k: dict(v) for k, v in self.schedules.items()},
+        }
+
+    def add(self, stream: str, fields: dict[bytes, bytes], maxlen: int | None = None) -> bytes:
+        """Add an entry; keep only the latest ``maxlen`` entries if given. Returns its id."""
+        n = self._next.get(stream, 0) + 1
+        self._next[stream] = n
+        entries = self._entries.setdefault(stream, [])
+        entries.append((n, fields))
+        if maxlen is not None and len(entries) > maxlen:
+            del entries[: len(entries) - maxlen]
+        self._changed.set()
+        self._changed = asyncio.Event()
+        return f"{n}-0".encode()
+
+    def entries(self, stream: str) -> list[tuple[bytes, dict[bytes, bytes]]]:
+        """Every entry of a stream with its id."""
+        return [(f"{n}-0".encode(), f) for n, f in self._entries.get(stream, ())]
+
+    def create_group(self, stream: str, group: str) -> None:
+        """Create ``group`` at the start of ``stream`` unless it exists."""
+        self._entries.setdefault(stream, [])
+        self._groups.setdefault((stream, group), _Group())
+
+    def deliver(
+        self, group: str, consumer: str, streams: Iterable[str], count: int
+    ) -> list[tuple[str, bytes, dict[bytes, bytes]]]:
+        """Up to ``count`` entries not yet delivered to ``group``, now pending with
+        ``consumer``."""
+        out: list[tuple[str, bytes, dict[bytes, bytes]]] = []
+        now = self.clock()
+        for stream in streams:
+            state = self._groups.setdefault((stream, group), _Group())
+            for n, fields in self._entries.get(stream, ()):
+                if len(out) >= count:
+                    return out
+                if n <= state.last:
+                    continue
+                state.last = n
+                entry_id = f"{n}-0".encode()
+                state.pending[entry_id] = PendingEntry(consumer, 1, now)
+                out.append((stream, entry_id, fields))
+        return out
+
+    def pending(self, stream: str, group: str) -> dict[bytes, PendingEntry]:
+        """The entries of ``stream`` delivered to ``group`` and not acknowledged (a copy)."""
+        state = self._groups.get((stream, group))
+        return dict(state.pending) if state else {}
+
+    def fields(self, stream: str, entry_id: bytes) -> dict[bytes, bytes] | None:
+        """The fields of an entry, None if it is gone."""
+        n = int(entry_id.split(b"-")[0])
+        for m, f in self._entries.get(stream, ()):
+            if m == n:
+                return f
+        return None
+
+    def claim(
+        self, stream: str, group: str, consumer: str, min_idle_s: float, count: int
+    ) -> list[tuple[bytes, PendingEntry]]:
+        """Pending entries idle for ``min_idle_s``, now pending with ``consumer`` (delivered
+        once more)."""
+        state = self._groups.get((stream, group))
+        if state is None:
+            return []
+        now = self.clock()
+        out: list[tuple[bytes, PendingEntry]] = []
+        for entry_id, p in sorted(state.pending.items(), key=lambda item: item[1].since):
+            if len(out) >= count or now - p.since < min_idle_s:
+                continue
+            p.consumer, p.deliveries, p.since = consumer, p.deliveries + 1, now
+            out.append((entry_id, p))
+        return out
+
+    def ack(self, stream: str, group: str, entry_id: str | bytes) -> None:
+        """Acknowledge one entry for ``group``."""
+        raw = entry_id.encode() if isinstance(entry_id, str) else entry_id
+        state = self._groups.get((stream, group))
+        if state is not None:
+            state.pending.pop(raw, None)
+        self._acked.setdefault((stream, group), set()).add(raw.decode())
+
+    def acked(self, stream: str, group: str) -> set[str]:
+        """Entry ids of `stream` acknowledged for `group` (a copy)."""
+        return set(self._acked.get((stream, group), ()))
+
+    def schedule(self, key: str, member: str, at_ms: int | None) -> None:
+        """Set a member's time in a schedule, or remove it (``at_ms`` None)."""
+        times = self.schedules.setdefault(key, {})
+        if at_ms is None:
+            times.pop(member, None)
+        else:
+            times[member] = at_ms
+        if not times:
+            del self.schedules[key]
+
+    async def wait(self, timeout_s: float) -> None:
+        """Return when an entry is added, or after ``timeout_s``."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._changed.wait(), timeout_s)
+
+
 class MemoryEventStore(EventStore):
     """Event store kept in dicts and lists of this process."""
 
@@ -36,9 +177,7 @@ class MemoryEventStore(EventStore):
         self._matches: dict[str, list[Recorded]] = {}
         self._dedupe: dict[str, dict[str, AppendResult]] = {}
         self._logs: list[list[Recorded]] = [[] for _ in range(partitions)]
-        self._streams: dict[str, list[dict[bytes, bytes]]] = {}
-        self._schedules: dict[str, dict[str, int]] = {}
-        self._acked: dict[tuple[str, str], set[str]] = {}
+        self.streams = MemoryStreams()
 
     async def append(
         self,
@@ -121,26 +260,20 @@ class MemoryEventStore(EventStore):
             self._matches.setdefault(match_id, []).extend(recorded)
             self._logs[partition].extend(recorded)
         for entry in outbox:
-            self._streams.setdefault(entry.stream, []).append({b"__data__": bytes(entry.payload)})
+            self.streams.add(entry.stream, {b"__data__": bytes(entry.payload)})
         for change in schedule:
-            times = self._schedules.setdefault(change.key, {})
-            if change.at_ms is None:
-                times.pop(change.member, None)
-            else:
-                times[change.member] = change.at_ms
-            if not times:
-                del self._schedules[change.key]
+            self.streams.schedule(change.key, change.member, change.at_ms)
         result = AppendResult(expected_version + 1, expected_version + len(recorded))
         self._dedupe.setdefault(match_id, {})[command_id] = result
         return result
 
     def _ack(self, ack: Ack | None) -> None:
         if ack is not None:
-            self._acked.setdefault((ack.stream, ack.group), set()).add(ack.id)
+            self.streams.ack(ack.stream, ack.group, ack.id)
 
     def acked(self, stream: str, group: str) -> set[str]:
-        """Entry ids of `stream` that appends have acknowledged for `group` (a copy)."""
-        return set(self._acked.get((stream, group), ()))
+        """Entry ids of `stream` acknowledged for `group` (a copy)."""
+        return self.streams.acked(stream, group)
 
     async def read(
         self, match_id: str, from_version: int = 1, to_version: int | None = None
@@ -156,6 +289,12 @@ class MemoryEventStore(EventStore):
         self.keys.partition_of(match_id)
         return len(self._matches.get(match_id, ()))
 
+    async def applied(self, match_id: str, command_id: str) -> AppendResult | None:
+        """The result of the append that recorded `command_id` for the match, or None."""
+        self.keys.partition_of(match_id)
+        earlier = self._dedupe.get(match_id, {}).get(command_id)
+        return None if earlier is None else replace(earlier, duplicate=True)
+
     async def read_log(
         self, partition: int, after: str = START, count: int = 100
     ) -> list[tuple[str, Recorded]]:
@@ -167,7 +306,7 @@ class MemoryEventStore(EventStore):
 
     async def scheduled(self, key: str) -> list[tuple[str, int]]:
         """Members of a schedule set with their times, soonest first."""
-        times = self._schedules.get(key, {})
+        times = self.streams.schedules.get(key, {})
         return sorted(times.items(), key=lambda item: (item[1], item[0]))
 
     async def read_stream(
@@ -175,11 +314,11 @@ class MemoryEventStore(EventStore):
     ) -> list[StreamEntry]:
         """Raw entries of an outbox stream after `after`."""
         start = _index(after)
-        entries = self._streams.get(stream, [])
+        entries = self.streams.entries(stream)
         stop = None if count is None else start + count
         return [
             StreamEntry(str(start + i), dict(fields))
-            for i, fields in enumerate(entries[start:stop], start=1)
+            for i, (_, fields) in enumerate(entries[start:stop], start=1)
         ]
 
 

@@ -213,6 +213,14 @@ class RedisEventStore(EventStore):
         length: int = await self.client.xlen(self.keys.match(match_id))
         return length
 
+    async def applied(self, match_id: str, command_id: str) -> AppendResult | None:
+        """The result of the append that recorded `command_id` for the match, or None."""
+        raw = await self.client.hget(self.keys.dedupe(match_id), command_id)
+        if raw is None:
+            return None
+        first, last = bytes(raw).split(b":")
+        return AppendResult(int(first), int(last), duplicate=True)
+
     async def read_log(
         self, partition: int, after: str = START, count: int = 100
     ) -> list[tuple[str, Recorded]]:

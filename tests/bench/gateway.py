@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 import redis
 import uvloop
+from services.sdk.bot import Bot
 
 from engine.rules import Rules
 from engine.strategy import RandomStrategy
@@ -37,7 +38,8 @@ from services.config import Settings
 from services.logs import configure
 from services.redis.client import ServiceClient
 from services.redis.connection import node_client
-from services.sdk.bot import Bot
+from services.store.keys import Keys
+from services.transport.redis import RedisTransport
 from tests.support.redis_env import redis_server
 
 MATCHES = 50
@@ -193,7 +195,8 @@ async def _inprocess(url: str, settings: Settings, meter: CpuMeter) -> Measured:
     redis = node_client(url)
     client = ServiceClient(redis, settings, sender="bench")
     clock = Clock()
-    worker = BotWorker(settings, redis, TimedStrategy(clock), "random", "bench-bots")
+    transport = RedisTransport(redis, Keys(settings.prefix, settings.partitions))
+    worker = BotWorker(settings, transport, TimedStrategy(clock), "random", "bench-bots")
     task = asyncio.create_task(worker.run())
     try:
         for i in range(MATCHES):

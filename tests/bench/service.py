@@ -27,6 +27,8 @@ from services.config import Settings
 from services.redis.apps import tune_gc
 from services.redis.client import ServiceClient
 from services.redis.connection import node_client
+from services.store.keys import Keys
+from services.transport.redis import RedisTransport
 from tests.bench.store import bare_append_rate
 from tests.support.redis_env import redis_server
 
@@ -60,18 +62,26 @@ async def _drive(url: str, settings: Settings) -> tuple[float, list[float]]:
     redis = node_client(url)
     client = ServiceClient(redis, settings, sender="bench")
     rules = Rules.make("express", target=5000)  # long matches: none ends inside the window
-    worker = BotWorker(settings, redis, RandomStrategy(7), "random", "bench-bots")
+    latencies: list[float] = []  # seconds from a command's arrival to its next turn
+    worker = BotWorker(
+        settings,
+        RedisTransport(redis, Keys(settings.prefix, settings.partitions)),
+        RandomStrategy(7),
+        "random",
+        "bench-bots",
+        observe=lambda turn, now: latencies.append(now - turn.caused_at),
+    )
     task = asyncio.create_task(worker.run())
     try:
         for _ in range(MATCHES):
             await client.create_match(rules, ["random"] * 4, deadline_ms=30_000)
         await asyncio.sleep(WARMUP_S)
-        moves, seen = worker.moves, len(worker.latencies)
+        moves, seen = worker.moves, len(latencies)
         start = time.perf_counter()
         await asyncio.sleep(MEASURE_S)
         elapsed = time.perf_counter() - start
         rate = (worker.moves - moves) / elapsed
-        return rate, worker.latencies[seen:]
+        return rate, latencies[seen:]
     finally:
         worker.stop()
         await task

@@ -105,11 +105,12 @@ def test_bad_commands_are_rejected_with_a_reason_and_leave_the_log_unchanged(
             dead = await redis.xrange(f"{settings.prefix}:dead")
             assert any(b"not json" in fields[b"__data__"] for _, fields in dead)
 
-            # the same legal move twice: applied once, the replay refused
+            # the same legal move twice: applied once, the replay neither applied nor refused
             await client.send(match_id, legal, "c-legal")
             await client.send(match_id, legal, "c-legal")
+            await client.send(match_id, legal, "c-marker")  # refused: the turn moved on
             replayed = await _rejections(client, 1)
-            assert [r.command_id for r in replayed] == ["c-legal"]
+            assert [r.command_id for r in replayed] == ["c-marker"]
             after = await read_log(redis_url, settings, match_id)
             assert len(after) == len(log) + 1
             assert after[-1].command_id == "c-legal"

@@ -529,3 +529,14 @@ class EventStoreContract:
         await store.append("m1", events("b"), 1, "c2", ack=Ack(stream, "referee", "1712345"))
 
         assert await store.version("m1") == 2
+
+    async def test_applied_tells_whether_a_command_id_was_recorded_and_what_it_made(
+        self, store: EventStore
+    ) -> None:
+        assert await store.applied("m1", "c1") is None
+        await store.append("m1", events("a", "b"), 0, "c1")
+        await store.append("m1", [], 2, "c2")
+        assert await store.applied("m1", "c1") == AppendResult(1, 2, duplicate=True)
+        assert await store.applied("m1", "c2") == AppendResult(3, 2, duplicate=True)
+        assert await store.applied("m1", "c3") is None
+        assert await store.applied("m2", "c1") is None

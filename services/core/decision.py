@@ -1,0 +1,188 @@
+"""The referee's decision: a match state and a command in, everything the append must do out.
+
+:func:`decide_command` is pure. It is handed the clock and the shuffle, checks where the command
+may come from, asks the engine, deals every round that the command's events open (randomness
+enters the log here), and returns a :class:`Decision` — the events, the state after them, the
+next turn message for a house bot, the turn's deadline — or a :class:`Rejection` for the sender.
+:func:`append_request` turns a decision into the one atomic append that stores it.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from engine.game import decide, evolve
+from engine.state import MatchState
+from engine.views import view_for
+from events.codec import JSON
+from events.envelope import CommandEnvelope, Envelope
+from events.model import AnyEvent, DealRound, Rejection, TimeOutTurn
+from events.wire import TurnMessage
+from services.core.dealer import deal
+from services.store.base import Ack, AppendRequest, NewEvent, OutboxEntry, Schedule
+from services.store.keys import EXTERNAL, Keys
+
+REFEREE_ONLY = (DealRound, TimeOutTurn)
+"""Commands the referee makes itself; arriving on a command stream they are rejected."""
+
+
+class DealError(Exception):
+    """Raised when the engine refuses a deal the referee made itself (a bug, never input)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What one accepted command does to its match."""
+
+    envelope: CommandEnvelope
+    expected_version: int
+    events: tuple[AnyEvent, ...]
+    state: MatchState
+    """The match after the events."""
+    turn: TurnMessage | None
+    """The next turn for a house bot's pool; None for an outside seat or a match not in play."""
+    deadline: float | None
+    """When the next turn times out (seconds since the epoch); None without one."""
+    now: float
+
+    @property
+    def match_id(self) -> str:
+        """The match decided."""
+        return self.envelope.match_id
+
+
+def decide_command(
+    state: MatchState | None,
+    envelope: CommandEnvelope,
+    *,
+    now: float,
+    rng: random.Random,
+    arrived: float | None = None,
+    from_stream: bool = True,
+) -> Decision | Rejection:
+    """Decide ``envelope``'s command against ``state`` (None: the match has no events yet).
+
+    ``from_stream`` says the command came from a command stream (a sender), where deals and
+    timeouts are refused: the referee alone deals and keeps the clock. ``arrived`` is when the
+    command reached the referee (for the turn's latency), ``now`` by default.
+    """
+    command = envelope.command
+    if from_stream and isinstance(command, REFEREE_ONLY):
+        what = command.__struct_config__.tag
+        message = f"{what} comes from the referee alone: it deals and keeps the clock"
+        return Rejection(reason="bad_command", rule="-", message=message)
+    result = decide(state, command)
+    if isinstance(result, Rejection):
+        return result
+    expected = 0 if state is None else state.version
+    events = list(result)
+    after = state
+    for event in result:
+        after = evolve(after, event)
+    if after is None:
+        raise DealError(f"{type(command).__name__} made no events for a new match")
+    while after.phase == "dealing":
+        dealt = decide(after, deal(after.rules, rng))
+        if isinstance(dealt, Rejection):
+            raise DealError(f"the engine refused the referee's deal: {dealt.message}")
+        events.extend(dealt)
+        for event in dealt:
+            after = evolve(after, event)
+    deadline = (
+        now + after.deadline_ms / 1000 if after.phase == "playing" and after.deadline_ms else None
+    )
+    return Decision(
+        envelope=envelope,
+        expected_version=expected,
+        events=tuple(events),
+        state=after,
+        turn=turn_for(envelope.match_id, after, deadline, now if arrived is None else arrived),
+        deadline=deadline,
+        now=now,
+    )
+
+
+def turn_for(
+    match_id: str, state: MatchState, deadline: float | None, caused_at: float
+) -> TurnMessage | None:
+    """The turn message for the seat to play, if a house bot plays it (C8: its view only).
+
+    Outside seats follow the match through the gateway, which builds their turns from the log.
+    """
+    if state.phase != "playing":
+        return None
+    pool = pool_of(state, state.turn)
+    if pool == EXTERNAL:
+        return None
+    return TurnMessage(
+        match_id=match_id,
+        seat=state.turn,
+        version=state.version,
+        pool=pool,
+        deadline=deadline,
+        caused_at=caused_at,
+        view=view_for(state, state.turn),
+    )
+
+
+def pool_of(state: MatchState, seat: int) -> str:
+    """The pool of house bots playing ``seat``, or ``EXTERNAL`` for an outside player."""
+    return (state.bots[seat] if state.bots else None) or EXTERNAL
+
+
+def append_request(
+    decision: Decision,
+    keys: Keys,
+    partition: int,
+    *,
+    ack: Ack | None = None,
+    watch_ms: int | None = None,
+) -> AppendRequest:
+    """The atomic append that stores ``decision``: its events, the turn message, the turn's
+    deadline set or cleared, and ``ack`` (the command's entry, acknowledged by the append).
+
+    With ``watch_ms``, a match whose next turn is a house bot's is put on the partition's
+    watch list for that long after now, so a turn that is lost (a Redis that restarted, say)
+    is found and sent again; any other match leaves the list.
+    """
+    envelope = decision.envelope
+    base = decision.expected_version
+    new = [
+        NewEvent(
+            str(e.__struct_config__.tag),
+            JSON.encode(
+                Envelope(
+                    match_id=envelope.match_id,
+                    version=base + i,
+                    command_id=envelope.command_id,
+                    ts=decision.now,
+                    event=e,
+                )
+            ),
+        )
+        for i, e in enumerate(decision.events, 1)
+    ]
+    turn = decision.turn
+    outbox = (
+        () if turn is None else (OutboxEntry(keys.turns(partition, turn.pool), JSON.encode(turn)),)
+    )
+    schedule: list[Schedule] = []
+    if decision.deadline is not None:
+        schedule.append(
+            Schedule(keys.deadlines(partition), envelope.match_id, int(decision.deadline * 1000))
+        )
+    elif decision.state.deadline_ms:
+        schedule.append(Schedule(keys.deadlines(partition), envelope.match_id, None))
+    if watch_ms is not None:
+        at = int(decision.now * 1000) + watch_ms if turn is not None else None
+        schedule.append(Schedule(keys.watch(partition), envelope.match_id, at))
+    return AppendRequest(
+        match_id=envelope.match_id,
+        events=new,
+        expected_version=base,
+        command_id=envelope.command_id,
+        outbox=outbox,
+        schedule=tuple(schedule),
+        ack=ack,
+    )

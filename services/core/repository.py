@@ -1,0 +1,128 @@
+"""Matches loaded from the event store: folded through the engine and cached.
+
+Every reader of match logs — the referee, the projector, the gateway, the demo and
+tournaments — folds matches here, so there is one loop that turns stored events into a state.
+The cache mirrors what is stored: a state is put in it only after the append that made it has
+succeeded, and a match whose append failed, or whose partition this process has just
+acquired, is read afresh.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable
+
+from engine.game import evolve
+from engine.state import MatchState
+from events.codec import JSON
+from events.envelope import Envelope
+from services.store.base import EventStore, Recorded
+
+
+def fold(records: Iterable[Recorded], state: MatchState | None = None) -> MatchState | None:
+    """``state`` advanced by stored events, in order (the whole match from None)."""
+    for record in records:
+        state = evolve(state, JSON.decode_envelope(record.data).event)
+    return state
+
+
+def fold_envelopes(
+    records: Iterable[Recorded], state: MatchState | None = None
+) -> tuple[MatchState | None, list[Envelope]]:
+    """Like :func:`fold`, also returning the decoded envelopes (for callers that show them)."""
+    envelopes: list[Envelope] = []
+    for record in records:
+        envelope = JSON.decode_envelope(record.data)
+        state = evolve(state, envelope.event)
+        envelopes.append(envelope)
+    return state, envelopes
+
+
+class MatchCache:
+    """The states of recently used matches, least recently used evicted first."""
+
+    def __init__(self, size: int = 20_000) -> None:
+        self.size = size
+        self._states: OrderedDict[str, MatchState] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+    def get(self, match_id: str) -> MatchState | None:
+        """The cached state, or None."""
+        state = self._states.get(match_id)
+        if state is not None:
+            self._states.move_to_end(match_id)
+        return state
+
+    def put(self, match_id: str, state: MatchState) -> None:
+        """Remember a state, evicting the least recently used beyond ``size``."""
+        self._states[match_id] = state
+        self._states.move_to_end(match_id)
+        while len(self._states) > self.size:
+            self._states.popitem(last=False)
+
+    def drop(self, match_id: str) -> None:
+        """Forget one match."""
+        self._states.pop(match_id, None)
+
+    def drop_where(self, forget: Iterable[str]) -> None:
+        """Forget several matches."""
+        for match_id in forget:
+            self._states.pop(match_id, None)
+
+    def ids(self) -> list[str]:
+        """The cached match ids."""
+        return list(self._states)
+
+
+class MatchRepository:
+    """Loads matches from an event store, folds them, and caches what is stored."""
+
+    def __init__(self, store: EventStore, cache_size: int = 20_000) -> None:
+        self.store = store
+        self.cache = MatchCache(cache_size)
+
+    async def load(self, match_id: str) -> MatchState | None:
+        """The match's state, from the cache or folded from its log (None if it has none)."""
+        state = self.cache.get(match_id)
+        if state is not None:
+            return state
+        return await self.reload(match_id)
+
+    async def reload(self, match_id: str) -> MatchState | None:
+        """The match's state folded from its log, replacing what the cache held."""
+        self.cache.drop(match_id)
+        state = fold(await self.store.read(match_id))
+        if state is not None:
+            self.cache.put(match_id, state)
+        return state
+
+    async def at(self, match_id: str, version: int) -> MatchState | None:
+        """The state right after ``version`` (the cached one when it is there, else folded)."""
+        state = self.cache.get(match_id)
+        if state is not None and state.version == version:
+            return state
+        if state is not None and state.version < version:
+            state = fold(await self.store.read(match_id, state.version + 1, version), state)
+        else:
+            state = fold(await self.store.read(match_id, 1, version))
+        return state
+
+    async def is_current(self, state: MatchState, match_id: str) -> bool:
+        """Whether the stored match is still at ``state``'s version."""
+        return await self.store.version(match_id) == state.version
+
+    def stored(self, match_id: str, state: MatchState) -> None:
+        """Record the state an append has just stored."""
+        self.cache.put(match_id, state)
+
+    def forget(self, match_id: str) -> None:
+        """Read this match afresh next time (its append failed or went elsewhere)."""
+        self.cache.drop(match_id)
+
+    def forget_partitions(self, partitions: set[int]) -> None:
+        """Read afresh every cached match of ``partitions`` (just acquired: another writer
+        may have moved them on meanwhile)."""
+        keys = self.store.keys
+        self.cache.drop_where([m for m in self.cache.ids() if keys.partition_of(m) in partitions])

@@ -1,0 +1,91 @@
+"""The loops of a consumer: read a batch, handle it, claim what dead consumers left pending."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import structlog
+
+from services.transport.base import Consumer, Entry
+
+log = structlog.get_logger()
+
+
+class GroupWorker:
+    """The loops of one consumer: new entries in batches — the next read overlapping the work
+    on the current one — entries claimed from consumers that died, and any periodic tasks the
+    subclass adds; all until ``stop()``. Subclasses implement ``handle``."""
+
+    reader: Consumer
+    claim_idle_ms: int
+    what: str = "entries"  # for log lines
+
+    def __init__(self) -> None:
+        self._stopping = asyncio.Event()
+
+    async def handle(self, entries: list[Entry]) -> None:
+        """Process a batch; acknowledge what is done."""
+        raise NotImplementedError
+
+    async def step(self) -> int:
+        """Read and handle one batch of new entries, without the loops; return its size."""
+        entries = await self.reader.read()
+        if entries:
+            await self.handle(entries)
+        return len(entries)
+
+    def stop(self) -> None:
+        """Ask ``serve`` to return after the batch in hand."""
+        self._stopping.set()
+
+    @property
+    def stopping(self) -> bool:
+        """Whether ``stop()`` was called."""
+        return self._stopping.is_set()
+
+    async def serve(self, *periodic: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Run the read and reclaim loops and ``periodic`` tasks until ``stop()``."""
+        await self.handle(await self.reader.read(pending=True))  # our own, after a crash
+        loops = [self._read_loop(), self._reclaim_loop(), *(task() for task in periodic)]
+        tasks: list[asyncio.Task[None]] = [asyncio.create_task(loop) for loop in loops]
+        try:
+            await self._stopping.wait()
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _read_loop(self) -> None:
+        reading = asyncio.create_task(self.reader.read())
+        try:
+            while not self.stopping:
+                try:
+                    entries = await reading
+                    reading = asyncio.create_task(self.reader.read())
+                    if entries:
+                        await self.handle(entries)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.exception(f"a batch of {self.what} failed; it stays pending")
+                    await asyncio.sleep(0.5)
+                    if reading.done():
+                        reading = asyncio.create_task(self.reader.read())
+        finally:
+            reading.cancel()
+
+    async def _reclaim_loop(self) -> None:
+        idle = self.claim_idle_ms
+        while not self.stopping:
+            await asyncio.sleep(idle / 2000)
+            try:
+                entries = await self.reader.claim(idle)
+                if entries:
+                    log.info(f"claimed pending {self.what}", count=len(entries))
+                    await self.handle(entries)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception(f"reclaiming {self.what} failed")

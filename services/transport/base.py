@@ -1,0 +1,138 @@
+"""The message transport: what the services need from Redis besides the event store.
+
+Commands, turns and replies travel on streams read through consumer groups: a batch is read,
+processed and acknowledged; what a dead consumer left pending is claimed by another; what keeps
+failing is parked on the dead-letter stream. Turn deadlines sit in per-partition schedules, and
+referees hold expiring leases on partitions. The referee, the bot workers and the projector
+reach Redis only through this seam and the event store, so the same service code runs on the
+in-memory backend (one process, for fast tests) and on Redis.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from services.store.base import Ack
+from services.store.keys import Keys
+
+DATA = b"__data__"
+"""The field of a stream entry that holds its payload (FastStream's name for it)."""
+
+
+@dataclass(slots=True)
+class Entry:
+    """One stream entry read through a group: where it came from, its id and its payload."""
+
+    stream: str
+    id: bytes
+    data: bytes | None  # None when the entry has no ``__data__`` field
+    deliveries: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A payload to add to a stream (in field ``__data__``)."""
+
+    stream: str
+    payload: bytes
+
+
+class Consumer(abc.ABC):
+    """One consumer of a group over several streams: read, acknowledge, claim, dead-letter."""
+
+    group: str
+    name: str
+    streams: list[str]
+    """The streams read; a referee changes them as it gains or loses partitions."""
+
+    @abc.abstractmethod
+    async def start(self) -> None:
+        """Create the group on every stream at the start (no earlier entry is missed)."""
+
+    @abc.abstractmethod
+    async def read(self, pending: bool = False) -> list[Entry]:
+        """The next batch of new entries (waiting briefly when there are none), or this
+        consumer's own pending entries with ``pending`` (as after a restart)."""
+
+    @abc.abstractmethod
+    async def ack(self, entries: Sequence[Entry]) -> None:
+        """Acknowledge processed entries (after their effects are durable)."""
+
+    @abc.abstractmethod
+    async def claim(self, min_idle_ms: int) -> list[Entry]:
+        """Take over entries pending with any consumer for ``min_idle_ms``; an entry delivered
+        more than the limit is dead-lettered instead of returned."""
+
+    @abc.abstractmethod
+    async def dead_letter(self, entry: Entry, reason: str) -> None:
+        """Park an entry that cannot be processed, acknowledge it, and say why in the log."""
+
+
+class LeaseTable(abc.ABC):
+    """Expiring partition leases and the heartbeats of the processes that hold them."""
+
+    @abc.abstractmethod
+    async def heartbeat(self, name: str, ttl_ms: int) -> list[str]:
+        """Record that ``name`` is alive; return every holder alive within ``ttl_ms``."""
+
+    @abc.abstractmethod
+    async def renew(self, partition: int, name: str, ttl_ms: int) -> bool:
+        """Extend ``name``'s lease on ``partition``; False if it no longer holds it."""
+
+    @abc.abstractmethod
+    async def take(self, partition: int, name: str, ttl_ms: int) -> bool:
+        """Take ``partition`` if nobody holds it; True if ``name`` holds it now."""
+
+    @abc.abstractmethod
+    async def release(self, partition: int, name: str) -> None:
+        """Give ``partition`` back if ``name`` holds it."""
+
+    @abc.abstractmethod
+    async def leave(self, name: str) -> None:
+        """Remove ``name``'s heartbeat (on a clean stop)."""
+
+
+class Transport(abc.ABC):
+    """Streams with consumer groups, schedules and leases, for one key layout."""
+
+    keys: Keys
+
+    @abc.abstractmethod
+    def consumer(
+        self,
+        group: str,
+        name: str,
+        streams: Sequence[str],
+        *,
+        count: int,
+        max_deliveries: int,
+        block_ms: int = 20,
+    ) -> Consumer:
+        """A consumer ``name`` of ``group`` over ``streams``."""
+
+    @abc.abstractmethod
+    async def publish(self, messages: Sequence[Message], acks: Sequence[Ack] = ()) -> None:
+        """Add ``messages`` and make ``acks`` in one round trip (not atomically: a crash in
+        between means a message sent again, so receivers must be idempotent)."""
+
+    @abc.abstractmethod
+    async def reply(self, stream: str, payload: bytes) -> None:
+        """Add a reply to a sender's reply stream, which keeps only its latest entries."""
+
+    @abc.abstractmethod
+    async def due(self, key: str, now_ms: int, count: int) -> list[str]:
+        """Members of a schedule whose time is at or before ``now_ms``, soonest first."""
+
+    @abc.abstractmethod
+    async def reschedule(self, key: str, member: str, at_ms: int | None) -> None:
+        """Set a member's time in a schedule, or remove it (``at_ms`` None)."""
+
+    @abc.abstractmethod
+    def leases(self) -> LeaseTable:
+        """The partition lease table of this layout."""
+
+    async def aclose(self) -> None:
+        """Release connections; the transport is unusable afterwards."""
+        return None

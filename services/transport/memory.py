@@ -1,0 +1,222 @@
+"""The message transport in memory: consumer groups, schedules and leases of this process.
+
+It shares :class:`MemoryStreams` with a :class:`MemoryEventStore`, so what an append writes
+(turns, deadlines, acknowledgements) is what the consumers read, as on Redis. Several referees
+and bot workers in one event loop share one transport the way processes share a Redis.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+import structlog
+
+from services.store.base import Ack
+from services.store.memory import MemoryEventStore, MemoryStreams
+from services.transport.base import DATA, Consumer, Entry, LeaseTable, Message, Transport
+
+log = structlog.get_logger()
+REPLIES_KEPT = 10_000
+
+
+class MemoryConsumer(Consumer):
+    """One consumer of a group over streams kept in memory."""
+
+    def __init__(
+        self,
+        streams: MemoryStreams,
+        names: Sequence[str],
+        group: str,
+        name: str,
+        *,
+        count: int,
+        block_ms: int,
+        dead_letters: str,
+        max_deliveries: int,
+    ) -> None:
+        self.memory = streams
+        self.streams = list(names)
+        self.group = group
+        self.name = name
+        self.count = count
+        self.block_ms = block_ms
+        self.dead_letters = dead_letters
+        self.max_deliveries = max_deliveries
+
+    async def start(self) -> None:
+        """Create the group on every stream at the start."""
+        for stream in self.streams:
+            self.memory.create_group(stream, self.group)
+
+    async def read(self, pending: bool = False) -> list[Entry]:
+        """The next batch of new entries (waiting up to ``block_ms`` for one), or this
+        consumer's own pending entries with ``pending``."""
+        if pending:
+            return [
+                Entry(stream, entry_id, _data(self.memory.fields(stream, entry_id)), p.deliveries)
+                for stream in self.streams
+                for entry_id, p in self.memory.pending(stream, self.group).items()
+                if p.consumer == self.name
+            ]
+        found = self.memory.deliver(self.group, self.name, self.streams, self.count)
+        if not found:
+            await self.memory.wait(self.block_ms / 1000)
+            found = self.memory.deliver(self.group, self.name, self.streams, self.count)
+        return [Entry(stream, entry_id, fields.get(DATA)) for stream, entry_id, fields in found]
+
+    async def ack(self, entries: Sequence[Entry]) -> None:
+        """Acknowledge processed entries."""
+        for entry in entries:
+            self.memory.ack(entry.stream, self.group, entry.id)
+
+    async def claim(self, min_idle_ms: int) -> list[Entry]:
+        """Take over entries pending for ``min_idle_ms``; dead-letter those delivered too often."""
+        claimed: list[Entry] = []
+        for stream in self.streams:
+            for entry_id, p in self.memory.claim(
+                stream, self.group, self.name, min_idle_ms / 1000, self.count
+            ):
+                fields = self.memory.fields(stream, entry_id)
+                if fields is None:
+                    self.memory.ack(stream, self.group, entry_id)
+                    continue
+                entry = Entry(stream, entry_id, fields.get(DATA), p.deliveries)
+                if entry.deliveries > self.max_deliveries:
+                    await self.dead_letter(entry, f"delivered {entry.deliveries} times")
+                else:
+                    claimed.append(entry)
+        return claimed
+
+    async def dead_letter(self, entry: Entry, reason: str) -> None:
+        """Park an entry on the dead-letter stream, acknowledge it, and log why."""
+        self.memory.add(
+            self.dead_letters,
+            {
+                b"stream": entry.stream.encode(),
+                b"id": entry.id,
+                b"group": self.group.encode(),
+                b"reason": reason.encode(),
+                DATA: entry.data or b"",
+            },
+        )
+        self.memory.ack(entry.stream, self.group, entry.id)
+        log.warning(
+            "message dead-lettered",
+            stream=entry.stream,
+            id=entry.id.decode(),
+            group=self.group,
+            reason=reason,
+        )
+
+
+def _data(fields: dict[bytes, bytes] | None) -> bytes | None:
+    return None if fields is None else fields.get(DATA)
+
+
+class MemoryLeaseTable(LeaseTable):
+    """Leases and heartbeats in dicts, timed by ``clock`` (seconds)."""
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self.clock = clock
+        self.holders: dict[int, tuple[str, float]] = {}
+        self.alive: dict[str, float] = {}
+
+    def _now_ms(self) -> float:
+        return self.clock() * 1000
+
+    async def heartbeat(self, name: str, ttl_ms: int) -> list[str]:
+        """Record that ``name`` is alive; return every holder alive within ``ttl_ms``."""
+        now = self._now_ms()
+        self.alive[name] = now
+        for other, seen in list(self.alive.items()):
+            if seen <= now - ttl_ms:
+                del self.alive[other]
+        return sorted(self.alive)
+
+    def holder(self, partition: int) -> str | None:
+        """Who holds ``partition`` now (None if nobody or the lease ran out)."""
+        held = self.holders.get(partition)
+        if held is None or held[1] <= self._now_ms():
+            return None
+        return held[0]
+
+    async def renew(self, partition: int, name: str, ttl_ms: int) -> bool:
+        """Extend ``name``'s lease on ``partition``; False if it no longer holds it."""
+        if self.holder(partition) != name:
+            return False
+        self.holders[partition] = (name, self._now_ms() + ttl_ms)
+        return True
+
+    async def take(self, partition: int, name: str, ttl_ms: int) -> bool:
+        """Take ``partition`` if nobody holds it."""
+        if self.holder(partition) is not None:
+            return False
+        self.holders[partition] = (name, self._now_ms() + ttl_ms)
+        return True
+
+    async def release(self, partition: int, name: str) -> None:
+        """Give ``partition`` back if ``name`` holds it."""
+        if self.holder(partition) == name:
+            del self.holders[partition]
+
+    async def leave(self, name: str) -> None:
+        """Remove ``name``'s heartbeat."""
+        self.alive.pop(name, None)
+
+
+class MemoryTransport(Transport):
+    """The transport over a memory store's streams; share one between services in a test."""
+
+    def __init__(self, store: MemoryEventStore, clock: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self.keys = store.keys
+        self.memory = store.streams
+        self._leases = MemoryLeaseTable(clock)
+
+    def consumer(
+        self,
+        group: str,
+        name: str,
+        streams: Sequence[str],
+        *,
+        count: int,
+        max_deliveries: int,
+        block_ms: int = 20,
+    ) -> MemoryConsumer:
+        """A consumer ``name`` of ``group`` over ``streams``."""
+        return MemoryConsumer(
+            self.memory,
+            streams,
+            group,
+            name,
+            count=count,
+            block_ms=block_ms,
+            dead_letters=self.keys.dead_letters,
+            max_deliveries=max_deliveries,
+        )
+
+    async def publish(self, messages: Sequence[Message], acks: Sequence[Ack] = ()) -> None:
+        """Add ``messages`` and make ``acks``."""
+        for message in messages:
+            self.memory.add(message.stream, {DATA: message.payload})
+        for ack in acks:
+            self.memory.ack(ack.stream, ack.group, ack.id)
+
+    async def reply(self, stream: str, payload: bytes) -> None:
+        """Add a reply, keeping the stream's latest entries."""
+        self.memory.add(stream, {DATA: payload}, maxlen=REPLIES_KEPT)
+
+    async def due(self, key: str, now_ms: int, count: int) -> list[str]:
+        """Members of a schedule whose time is at or before ``now_ms``, soonest first."""
+        times = self.memory.schedules.get(key, {})
+        ready = sorted((at, member) for member, at in times.items() if at <= now_ms)
+        return [member for _, member in ready[:count]]
+
+    async def reschedule(self, key: str, member: str, at_ms: int | None) -> None:
+        """Set a member's time in a schedule, or remove it."""
+        self.memory.schedule(key, member, at_ms)
+
+    def leases(self) -> MemoryLeaseTable:
+        """The lease table shared by every referee on this transport."""
+        return self._leases

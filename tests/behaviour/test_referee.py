@@ -1,0 +1,298 @@
+"""The referee's rules of engagement, on the in-memory backend and again on Redis.
+
+A referee and a pool of house bots run in this process over one backend and are stepped by
+hand, with a clock the test moves, so each behaviour is checked in milliseconds. The same code
+runs as processes in tests/service.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.rules import Rules
+from events.codec import JSON
+from events.envelope import CommandEnvelope
+from events.model import DealRound, DrawTile, PassTurn, TimeOutTurn
+from services.store import AppendResult, EventStore, NewEvent
+from tests.behaviour.table import Table
+from tests.support.backends import Backend
+
+pytestmark = [pytest.mark.behaviour, pytest.mark.anyio]
+
+
+def tags(log: list[object]) -> list[str]:
+    """The event types of a log, in order."""
+    return [env.event.__struct_config__.tag for env in log]  # type: ignore[attr-defined]
+
+
+async def test_a_created_match_is_dealt_and_its_first_turn_shows_only_that_seat(
+    backend: Backend,
+) -> None:
+    """S1: the referee deals in the same append as the creation; C8: the turn message carries
+    the view of the seat to play, its own hand and no other."""
+    table = await Table(backend).start()
+    state = await table.create("m-1")
+    assert state.phase == "playing"
+    assert tags(await table.log("m-1")) == ["match_created", "round_started"]
+    [turn] = await table.turns()
+    assert (turn.seat, turn.version, turn.view.seat) == (state.turn, state.version, state.turn)
+    assert turn.view.hand == tuple(sorted(state.hands[state.turn]))
+    other = state.hands[1 - state.turn]
+    assert not set(other) & set(turn.view.hand or ())
+    assert await table.rejections() == []
+
+
+async def test_a_whole_match_is_played_to_its_end_by_house_bots(backend: Backend) -> None:
+    """S5/C10: rounds are dealt by the referee until a side reaches the target."""
+    table = await Table(backend).start()
+    await table.create("m-1", Rules.make("straight", players=2, target=50))
+    state = await table.play("m-1")
+    assert state.phase == "over"
+    assert max(state.scores) >= 50
+    assert await table.rejections() == []
+
+
+async def test_a_command_id_seen_before_is_applied_once_and_never_rejected(
+    backend: Backend,
+) -> None:
+    table = await Table(backend).start()
+    await table.create("m-1")
+    [turn] = await table.turns()
+    move = turn.view.legal[0]
+    await table.send("m-1", move, "move-1")
+    await table.send("m-1", move, "move-1")  # in the same batch
+    await table.referee.step()
+    await table.send("m-1", move, "move-1")  # and in a later one
+    await table.referee.step()
+    assert len(await table.log("m-1")) == turn.version + 1
+    assert await table.rejections() == []
+
+
+async def test_an_illegal_move_is_rejected_to_its_sender_with_the_rule_and_changes_nothing(
+    backend: Backend,
+) -> None:
+    table = await Table(backend).start()
+    state = await table.create("m-1")
+    before = await table.log("m-1")
+    await table.send("m-1", PassTurn(seat=state.turn), "pass")  # S3: draw before passing
+    await table.send("m-1", DrawTile(seat=1 - state.turn), "draw")  # not its turn
+    await table.referee.step()
+    assert await table.log("m-1") == before
+    reasons = [(r.command_id, r.rejection.reason) for r in await table.rejections()]
+    assert [c for c, _ in reasons] == ["pass", "draw"]
+    assert all(r.rejection.rule != "" for r in await table.rejections())
+
+
+async def test_a_rejection_goes_only_to_the_senders_own_reply_stream(backend: Backend) -> None:
+    table = await Table(backend).start()
+    state = await table.create("m-1")
+    log_key = table.keys.log(table.keys.partition_of("m-1"))
+    envelope = CommandEnvelope(
+        match_id="m-1",
+        command_id="aimed",
+        command=DrawTile(seat=1 - state.turn),
+        reply_to=log_key,  # a reply aimed at a notification log is never written there
+    )
+    before = await backend.store.read_stream(log_key)
+    await table.send_raw("m-1", JSON.encode(envelope))
+    await table.referee.step()
+    assert await backend.store.read_stream(log_key) == before
+    assert await table.rejections() == []
+
+
+async def test_deals_and_timeouts_from_a_command_stream_are_refused(backend: Backend) -> None:
+    """The referee alone deals (randomness enters the log there) and keeps the clock."""
+    table = await Table(backend).start()
+    state = await table.create("m-1")
+    await table.send("m-1", DealRound(order=((0, 0),)), "forged-deal")
+    await table.send("m-1", TimeOutTurn(seat=state.turn, version=state.version), "forged-clock")
+    await table.referee.step()
+    assert len(await table.log("m-1")) == state.version
+    rejected = {r.command_id: r.rejection.reason for r in await table.rejections()}
+    assert rejected == {"forged-deal": "bad_command", "forged-clock": "bad_command"}
+
+
+async def test_an_unreadable_command_is_rejected_if_its_sender_can_be_read_else_parked(
+    backend: Backend,
+) -> None:
+    table = await Table(backend).start()
+    await table.create("m-1")
+    readable = b'{"match_id": "m-1", "command_id": "x", "reply_to": "%s", "command": 5}'
+    await table.send_raw("m-1", readable % table.replies.encode())
+    await table.send_raw("m-1", b"\xff not json")
+    await table.referee.step()
+    [rejected] = await table.rejections()
+    assert (rejected.command_id, rejected.rejection.reason) == ("x", "bad_command")
+    dead = await backend.store.read_stream(table.keys.dead_letters)
+    assert [e.fields[b"__data__"] for e in dead] == [b"\xff not json"]
+
+
+async def test_a_turn_past_its_deadline_is_played_for_the_seat_and_a_stale_timeout_dropped(
+    backend: Backend,
+) -> None:
+    """Timeouts (README): the referee records TurnTimedOut and plays the default move."""
+    table = await Table(backend).start()
+    state = await table.create("m-1", deadline_ms=5_000)
+    scheduled = await backend.store.scheduled(table.keys.deadlines(table.keys.partition_of("m-1")))
+    assert scheduled == [("m-1", int((table.clock.now + 5) * 1000))]
+    table.clock.advance(4.9)
+    assert await table.referee.fire_deadlines() == 0
+    table.clock.advance(0.2)
+    assert await table.referee.fire_deadlines() == 1
+    after = await table.state("m-1")
+    assert tags(await table.log("m-1"))[state.version] == "turn_timed_out"
+    assert after.version > state.version
+    # A timeout for a turn that moved on changes nothing and answers nobody.
+    await table.referee.decide_and_append(
+        [
+            table.referee_work(
+                "m-1", TimeOutTurn(seat=state.turn, version=state.version), "timeout:old"
+            )
+        ]
+    )
+    assert (await table.state("m-1")).version == after.version
+    assert await table.rejections() == []
+
+
+async def test_a_command_that_breaks_the_referee_is_parked_alone(backend: Backend) -> None:
+    """A corrupt log (an event that cannot follow) dead-letters its command; the rest of the
+    batch is applied."""
+    table = await Table(backend).start()
+    await table.create("m-good")
+    [turn] = await table.turns()
+    await backend.store.append(
+        "m-bad", [NewEvent("garbage", b'{"not": "an envelope"}')], 0, "corrupt"
+    )
+    await table.send("m-bad", DrawTile(seat=0), "doomed")
+    await table.send("m-good", turn.view.legal[0], "fine")
+    await table.referee.step()
+    assert (await table.state("m-good")).version == turn.version + 1
+    dead = await backend.store.read_stream(table.keys.dead_letters)
+    assert len(dead) == 1 and b"doomed" in dead[0].fields[b"__data__"]
+
+
+async def test_a_match_moved_by_another_writer_is_decided_against_what_is_stored(
+    backend: Backend,
+) -> None:
+    """The expected version: an append that conflicts is decided again on the stored state,
+    and a command refused by a stale cache is checked against the store before it is."""
+    table = await Table(backend).start()
+    await table.create("m-1")
+    [turn] = await table.turns()
+    other = table.new_referee("r2")  # another writer, behind this referee's back
+    await other.decide_and_append([table.referee_work("m-1", turn.view.legal[0], "elsewhere")])
+    moved = await table.state("m-1")
+    assert moved.version > turn.version
+    # The next seat's move is illegal on the cached state, legal on the stored one.
+    next_move = (await table.turns())[-1].view.legal[0]
+    await table.send("m-1", next_move, "next")
+    await table.referee.step()
+    assert await table.rejections() == []
+    assert (await table.state("m-1")).version > moved.version
+
+
+async def test_a_match_whose_append_failed_is_read_again_and_goes_on(backend: Backend) -> None:
+    """Stuck case 1: an append lost on the way (a dropped connection, a Redis restart) must
+    not leave the referee deciding on a state that was never stored."""
+    store = FailingStore(backend.store)
+    table = await Table(Backend(backend.name, store, backend.transport)).start()
+    await table.create("m-1")
+    [turn] = await table.turns()
+    await table.send("m-1", turn.view.legal[0], f"turn:{turn.version}:{turn.seat}")
+    store.fail_next = True
+    with pytest.raises(ConnectionError):
+        await table.referee.step()
+    assert (await table.state("m-1")).version == turn.version  # nothing was stored
+    claimed = await table.referee.reader.claim(0)  # the command stayed pending
+    assert len(claimed) == 1
+    await table.referee.handle(claimed)
+    assert await table.rejections() == []
+    assert (await table.state("m-1")).version == turn.version + 1
+    assert (await table.turns())[-1].version == turn.version + 1
+    assert (await table.play("m-1")).phase == "over"
+
+
+async def test_a_partition_handed_over_and_back_is_read_afresh(backend: Backend) -> None:
+    """Stuck case 2: while another referee held the partition the match moved on; the
+    referee that takes it back must not decide on what it cached before."""
+    table = await Table(backend).start()
+    await table.create("m-1")
+    first = table.referee
+    assert "m-1" in first.matches.cache.ids()
+    await first.leases.release_all()  # its lease ran out; another referee takes over
+    other = table.new_referee("r2")
+    await other.prepare()
+    for _ in range(4):
+        await table.bots.step()
+        await other.step()
+    moved = await table.state("m-1")
+    await other.leases.release_all()
+    await first.own()  # and the partition comes back
+    assert "m-1" not in first.matches.cache.ids()
+    await table.bots.step()
+    await first.step()
+    assert await table.rejections() == []
+    assert (await table.state("m-1")).version > moved.version
+    assert (await table.play("m-1")).phase == "over"
+
+
+async def test_a_lost_turn_is_found_on_the_watch_list_and_sent_again(backend: Backend) -> None:
+    """A live match waiting on a house bot whose turn was lost (read and never answered,
+    or gone with a restarted Redis) gets the same turn again after ``watch_ms``."""
+    table = await Table(backend, watch_ms=1_000).start()
+    await table.create("m-1")
+    lost = await table.bots.reader.read()
+    await table.bots.reader.ack(lost)  # a bot took it and died without answering
+    table.clock.advance(0.5)
+    assert await table.referee.check_watched() == 0
+    table.clock.advance(0.6)
+    assert await table.referee.check_watched() == 1
+    first, again = await table.turns()
+    assert (again.seat, again.version, again.view) == (first.seat, first.version, first.view)
+    assert (await table.play("m-1")).phase == "over"
+    watch = table.keys.watch(table.keys.partition_of("m-1"))
+    assert await backend.store.scheduled(watch) == []  # a finished match leaves the list
+
+
+async def test_an_outside_seat_gets_no_turn_message(backend: Backend) -> None:
+    """Outside players follow the log through the gateway; only house bots get turns."""
+    table = await Table(backend).start()
+    state = await table.create("m-1", bots=(None, None))
+    assert state.phase == "playing"
+    assert await table.turns("external") == []
+
+
+class FailingStore(EventStore):
+    """A store whose next batch of appends is lost on the way (a dropped connection)."""
+
+    def __init__(self, inner: EventStore) -> None:
+        self.inner = inner
+        self.keys = inner.keys
+        self.fail_next = False
+
+    async def append_many(self, batch):  # type: ignore[no-untyped-def]
+        if self.fail_next:
+            self.fail_next = False
+            raise ConnectionError("connection lost during the append")
+        return await self.inner.append_many(batch)
+
+    async def append(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        return await self.inner.append(*args, **kwargs)
+
+    async def read(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        return await self.inner.read(*args, **kwargs)
+
+    async def version(self, match_id: str) -> int:
+        return await self.inner.version(match_id)
+
+    async def applied(self, match_id: str, command_id: str) -> AppendResult | None:
+        return await self.inner.applied(match_id, command_id)
+
+    async def read_log(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        return await self.inner.read_log(*args, **kwargs)
+
+    async def scheduled(self, key: str) -> list[tuple[str, int]]:
+        return await self.inner.scheduled(key)
+
+    async def read_stream(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        return await self.inner.read_stream(*args, **kwargs)

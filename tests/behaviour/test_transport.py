@@ -1,0 +1,107 @@
+"""The message transport's contract, on the in-memory backend and on Redis: consumer groups
+created at the start, pending work claimed, poison parked, schedules, leases."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.core.leases import PartitionLeases
+from services.store import Ack
+from services.transport.base import Message
+from tests.support.backends import Backend
+
+pytestmark = [pytest.mark.behaviour, pytest.mark.anyio]
+
+
+async def test_a_group_created_late_still_sees_entries_written_before_it(
+    backend: Backend,
+) -> None:
+    stream = backend.store.keys.commands(0)
+    await backend.transport.publish([Message(stream, b"early")])
+    reader = backend.transport.consumer("g", "c1", [stream], count=10, max_deliveries=3)
+    await reader.start()
+    assert [e.data for e in await reader.read()] == [b"early"]
+
+
+async def test_entries_are_read_once_per_group_and_kept_pending_until_acknowledged(
+    backend: Backend,
+) -> None:
+    stream = backend.store.keys.commands(0)
+    first = backend.transport.consumer("g", "c1", [stream], count=10, max_deliveries=3)
+    await first.start()
+    await backend.transport.publish([Message(stream, b"a"), Message(stream, b"b")])
+    read = await first.read()
+    assert [e.data for e in read] == [b"a", b"b"]
+    assert await first.read() == []  # nothing new
+    assert [e.data for e in await first.read(pending=True)] == [b"a", b"b"]  # after a restart
+    await first.ack(read[:1])
+    assert [e.data for e in await first.read(pending=True)] == [b"b"]
+
+
+async def test_an_entry_that_keeps_failing_is_dead_lettered_with_the_reason(
+    backend: Backend,
+) -> None:
+    """Claimed by another consumer each time it idles; past the limit, parked and acked."""
+    keys = backend.store.keys
+    stream = keys.commands(0)
+    first = backend.transport.consumer("g", "c1", [stream], count=10, max_deliveries=3)
+    other = backend.transport.consumer("g", "c2", [stream], count=10, max_deliveries=3)
+    await first.start()
+    await backend.transport.publish([Message(stream, b"poison")])
+    assert [e.data for e in await first.read()] == [b"poison"]  # delivery 1, never acked
+    deliveries = []
+    for _ in range(4):
+        if hasattr(other, "_claim_cursor"):
+            other._claim_cursor.clear()  # XAUTOCLAIM's cursor: start over each time
+        deliveries.append([e.deliveries for e in await other.claim(min_idle_ms=0)])
+    assert deliveries == [[2], [3], [], []]  # the 4th delivery is parked instead
+    [parked] = await backend.store.read_stream(keys.dead_letters)
+    assert parked.fields[b"__data__"] == b"poison"
+    assert b"delivered 4 times" in parked.fields[b"reason"]
+    assert await other.read(pending=True) == []
+
+
+async def test_publish_sends_messages_and_makes_acknowledgements_together(
+    backend: Backend,
+) -> None:
+    keys = backend.store.keys
+    turns, commands = keys.turns(1, "greedy"), keys.commands(1)
+    bot = backend.transport.consumer("bots-greedy", "b1", [turns], count=10, max_deliveries=3)
+    await bot.start()
+    await backend.transport.publish([Message(turns, b"turn")])
+    [entry] = await bot.read()
+    await backend.transport.publish(
+        [Message(commands, b"answer")], [Ack(entry.stream, bot.group, entry.id)]
+    )
+    assert [e.fields[b"__data__"] for e in await backend.store.read_stream(commands)] == [b"answer"]
+    assert await bot.read(pending=True) == []
+
+
+async def test_a_schedule_gives_its_due_members_soonest_first(backend: Backend) -> None:
+    transport, key = backend.transport, backend.store.keys.deadlines(2)
+    await transport.reschedule(key, "late", 300)
+    await transport.reschedule(key, "early", 100)
+    await transport.reschedule(key, "future", 900)
+    assert await transport.due(key, 500, 10) == ["early", "late"]
+    assert await transport.due(key, 500, 1) == ["early"]
+    await transport.reschedule(key, "early", None)
+    assert await transport.due(key, 500, 10) == ["late"]
+
+
+async def test_referees_share_the_partitions_and_a_departed_ones_are_taken(
+    backend: Backend,
+) -> None:
+    table = backend.transport.leases()
+    partitions = backend.store.keys.partitions
+    a = PartitionLeases(table, partitions, "a", ttl_ms=60_000)
+    b = PartitionLeases(table, partitions, "b", ttl_ms=60_000)
+    assert await a.refresh() == set(range(partitions))  # alone: everything
+    await b.refresh()  # b is alive now; a gives back what exceeds its share
+    await a.refresh()
+    assert len(a.owned) == partitions // 2
+    assert await b.refresh() == set(range(partitions)) - a.owned
+    assert b.gained == b.owned
+    share = set(a.owned)
+    await a.release_all()
+    assert await b.refresh() == set(range(partitions))
+    assert b.gained == share  # it took a's share, and says so
