@@ -109,10 +109,6 @@ class MatchRepository:
             state = fold(await self.store.read(match_id, 1, version))
         return state
 
-    async def is_current(self, state: MatchState, match_id: str) -> bool:
-        """Whether the stored match is still at ``state``'s version."""
-        return await self.store.version(match_id) == state.version
-
     def stored(self, match_id: str, state: MatchState) -> None:
         """Record the state an append has just stored."""
         self.cache.put(match_id, state)

@@ -24,7 +24,7 @@ from engine.views import public_view
 from events.codec import JSON
 from events.envelope import Envelope
 from events.model import MatchCreated, MatchEnded
-from services.core.repository import MatchCache
+from services.core.repository import MatchRepository
 from services.projections.records import MalformedLog, envelope_of
 from services.store.base import EventStore, Recorded
 from services.store.projection import (
@@ -141,7 +141,7 @@ class Projector:
 
     def _forget(self) -> None:
         """Drop what was folded in memory; it is read again from the logs when needed."""
-        self.cache = MatchCache(5_000)
+        self.matches = MatchRepository(self.store, cache_size=5_000)
         self.bookends = Bookends(self.store)
         for follower in self.also:
             follower.bookends.forget()
@@ -184,15 +184,10 @@ class Projector:
 
     async def _fold(self, record: Recorded) -> tuple[MatchState, Envelope]:
         """The match state right after ``record``, and the record decoded."""
-        key = record.match_id
-        state = self.cache.get(key)
-        if state is None or state.version != record.version - 1:
-            state = None
-            for earlier in await self.store.read(record.match_id, 1, record.version - 1):
-                state = evolve(state, JSON.decode_envelope(earlier.data).event)
+        state = await self.matches.at(record.match_id, record.version - 1)
         env = JSON.decode_envelope(record.data)
         state = evolve(state, env.event)
-        self.cache.put(key, state)
+        self.matches.stored(record.match_id, state)
         return state, env
 
     async def _handle(

@@ -218,7 +218,7 @@ class RedisEventStore(EventStore):
         raw = await self.client.hget(self.keys.dedupe(match_id), command_id)
         if raw is None:
             return None
-        first, last = bytes(raw).split(b":")
+        first, last = (raw if isinstance(raw, bytes) else raw.encode()).split(b":")
         return AppendResult(int(first), int(last), duplicate=True)
 
     async def read_log(
