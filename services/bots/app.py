@@ -5,16 +5,15 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 import structlog
-from fast_depends.msgspec import MsgSpecSerializer
 from faststream import FastStream
-from faststream.redis import RedisBroker, StreamSub
+from faststream.redis import StreamSub
 from redis.asyncio import Redis
 
 from engine.strategy import make_strategy
 from events.wire import Rejected
 from services.bots.worker import BotWorker, group_name
 from services.config import Settings
-from services.redis.apps import consumer_name, run_task, service_app
+from services.redis.apps import consumer_name, redis_broker, run_task, service_app
 from services.redis.connection import node_client
 from services.store.keys import Keys
 from services.transport.redis import RedisTransport, ensure_groups
@@ -35,7 +34,7 @@ def bots_app(
     topo = Keys(settings.prefix, settings.partitions)
     replies = topo.replies(group_name(pool))
     consumer = name or consumer_name(pool)
-    broker = RedisBroker(url, serializer=MsgSpecSerializer(), logger=None)
+    broker = redis_broker(url)
 
     @broker.subscriber(stream=StreamSub(replies, group=group_name(pool), consumer=consumer))
     async def on_rejected(message: Rejected) -> None:
