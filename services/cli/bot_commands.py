@@ -1,9 +1,38 @@
 """``domino bot run``: play a seat of a hosted match over HTTP with one of the engine's
-strategies, as any external bot would."""
+strategies, as any external bot would — through the SDK, reading the same JSON."""
 
 from __future__ import annotations
 
 import argparse
+
+import msgspec
+from domino_sdk import Bot
+from domino_sdk import Move as SdkMove
+from domino_sdk import View as SdkView
+
+from engine.strategy import Strategy
+from engine.views import View
+
+
+class StrategyBot(Bot):
+    """An SDK bot that plays one of the engine's strategies (the house bots' own)."""
+
+    def __init__(self, strategy: Strategy) -> None:
+        self.strategy = strategy
+        self.name = strategy.name
+
+    def choose(self, view: SdkView) -> SdkMove:
+        """The strategy's move, chosen on the engine's view of what the gateway sent."""
+        engine_view = engine_view_of(view)
+        move = self.strategy.choose(engine_view)
+        # the same move as the SDK's struct: the strategy answers with one of view.legal
+        return view.legal[engine_view.legal.index(move)]
+
+
+def engine_view_of(view: SdkView) -> View:
+    """The engine's View of the same JSON: the SDK's and the engine's agree field for field
+    (tests/sdk/test_wire.py)."""
+    return msgspec.convert(msgspec.to_builtins(view), View)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -27,18 +56,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def cmd_bot_run(args: argparse.Namespace) -> int:
     """Join (with --join) and play until the match ends; print how it ended."""
     import asyncio
+    import logging
 
     import httpx
+    from domino_sdk import GatewayError, LobbyClient
 
     from engine.strategy import make_strategy
     from services.cli.args import CliError
     from services.config import Settings
-    from services.logs import configure
-    from services.sdk.bot import StrategyBot
-    from services.sdk.client import GatewayError, LobbyClient
+    from services.logs import LEVELS, configure
 
     settings = Settings.from_env()
     configure(settings.log_level, settings.log_format, service="bot")
+    # the SDK logs through the standard library, which configure() leaves at warning
+    logging.getLogger("domino_sdk").setLevel(LEVELS.get(settings.log_level, logging.INFO))
     bot = StrategyBot(make_strategy(args.strategy, args.seed))
     token = args.token
     try:

@@ -7,16 +7,28 @@ A stream is a sequence of lines, each one JSON object with a ``type``:
 - ``event``: one event of the match log, number ``id``, as the receiver may see it (C8);
 - ``turn``: it is this seat's move at version ``id``: its view, legal moves and deadline.
 
-Event ids are match versions (1..n), so resuming is "everything after version N". These
-structs are shared with the SDK, which decodes what the gateway encodes.
+Event ids are match versions (1..n), so resuming is "everything after version N".
+
+The SDK (``domino_sdk``, services/sdk) owns the protocol's types; the server depends on it and
+never the other way round. The request bodies are the SDK's structs, used here as they are.
+The lines stay the server's own: they carry the engine's ``View`` and the stored events, built
+on the hot path without a copy. tests/sdk/test_wire.py proves the two agree on the wire: every
+line the gateway encodes decodes as the SDK's, field for field, and their JSON schemas match.
 """
 
 from __future__ import annotations
 
 import msgspec
 
-from engine.board import End
-from engine.tiles import Tile
+# the request bodies are the SDK's structs, re-exported for the gateway's handlers
+from domino_sdk.protocol import CreateBody as CreateBody
+from domino_sdk.protocol import DrawBody as DrawBody
+from domino_sdk.protocol import JoinBody as JoinBody
+from domino_sdk.protocol import MoveBody as MoveBody
+from domino_sdk.protocol import PassBody as PassBody
+from domino_sdk.protocol import PlayBody as PlayBody
+from domino_sdk.protocol import RulesBody as RulesBody
+
 from engine.views import View
 from events.model import AnyEvent
 
@@ -48,82 +60,6 @@ class TurnLine(msgspec.Struct, frozen=True, kw_only=True, tag="turn", tag_field=
 
 Line = Snapshot | EventLine | TurnLine
 """Any line of a seat or spectator stream."""
-
-
-# -- request bodies ----------------------------------------------------------------------------
-
-
-class PlayBody(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    tag="play_tile",
-    tag_field="type",
-    forbid_unknown_fields=True,
-):
-    """Play ``tile`` on ``end`` (no end for the lead, or when only one end fits)."""
-
-    tile: Tile
-    end: End | None = None
-    seat: int | None = None  # optional: when given it must be the token's seat
-
-
-class DrawBody(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    tag="draw_tile",
-    tag_field="type",
-    forbid_unknown_fields=True,
-):
-    """Draw from the boneyard (Straight, S3)."""
-
-    seat: int | None = None
-
-
-class PassBody(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    tag="pass_turn",
-    tag_field="type",
-    forbid_unknown_fields=True,
-):
-    """Pass (only with no legal play and nothing to draw)."""
-
-    seat: int | None = None
-
-
-MoveBody = PlayBody | DrawBody | PassBody
-"""A move as posted: exactly what a seat's ``view.legal`` lists, seat optional."""
-
-
-class RulesBody(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Rule options of a new match; anything left out takes the family's default."""
-
-    family: str = "express"
-    players: int | None = None
-    partners: bool | None = None
-    top: int = 6
-    target: int | None = None
-    next_leader: str = "after_winner"
-    reveal_stock: bool = False
-
-
-class CreateBody(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A new match: by seat, the pool of house bots that plays it, or null for an open seat."""
-
-    seats: list[str | None]
-    rules: RulesBody = msgspec.field(default_factory=RulesBody)
-    names: list[str] | None = None
-    deadline_ms: int = 0
-
-
-class JoinBody(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Take an open seat (the first open one when ``seat`` is left out) under ``name``."""
-
-    name: str | None = None
-    seat: int | None = None
 
 
 # -- encoding ----------------------------------------------------------------------------------

@@ -17,12 +17,12 @@ from typing import Any
 import httpx
 import msgspec
 import pytest
+from domino_sdk import SeenEvent
 
 from engine.state import MatchState
 from engine.strategy import GreedyStrategy, RandomStrategy
 from engine.tiles import Tile
-from events.model import AnyEvent
-from services.sdk.bot import StrategyBot
+from services.cli.bot_commands import StrategyBot
 from tests.gateway.conftest import Gateways, create, join, states_by_version
 from tests.service.conftest import fold
 
@@ -82,7 +82,7 @@ class Recorder(httpx.AsyncBaseTransport):
 class Follower(StrategyBot):
     """A bot that follows every event (so it asks for the full stream)."""
 
-    def on_event(self, event: AnyEvent, version: int) -> None:
+    def on_event(self, event: SeenEvent, version: int) -> None:
         self.seen = version
 
 

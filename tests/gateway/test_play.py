@@ -21,8 +21,8 @@ pytestmark = pytest.mark.service
 
 GREEDY = ["-m", "services.cli.main", "bot", "run", "--strategy", "greedy"]
 RANDOM = ["-m", "services.cli.main", "bot", "run", "--strategy", "random"]
-HEAVIEST = ["-m", "services.sdk.examples.heaviest"]
-BLOCKER = ["-m", "services.sdk.examples.blocker"]
+HEAVIEST = ["-m", "domino_sdk.examples.heaviest"]
+BLOCKER = ["-m", "domino_sdk.examples.blocker"]
 
 
 def bot(g: Gateways, url: str, match_id: str, program: list[str]) -> subprocess.Popen[bytes]:

@@ -1,8 +1,12 @@
-"""A Python SDK for external bots: subclass :class:`Bot`, implement ``choose(view)``, ``run``.
+"""Write bots for the hosted domino match service: subclass :class:`Bot`, implement
+``choose(view)``, call ``run(url, token)``.
 
-The bot talks to the gateway over HTTP only (see docs/protocol.md): it reconnects and resumes
-its stream, honours 429s, and answers each turn once. Names are imported on first use, so the
-``domino`` command does not load httpx for its other subcommands.
+The bot talks to the gateway over HTTP only (docs/protocol.md): it reconnects and resumes its
+stream, honours 429s, and answers each turn once. The protocol's wire types — the view, moves,
+events, stream lines and request bodies — are msgspec structs, importable from here.
+
+The wire types load at once (msgspec only); :class:`Bot` and the clients on first use, so the
+gateway, which shares the request bodies, never loads httpx.
 """
 
 from __future__ import annotations
@@ -10,9 +14,33 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from domino_sdk.model import (
+    AnyEvent,
+    DrawTile,
+    End,
+    Event,
+    MatchCreated,
+    MatchEnded,
+    Move,
+    PassTurn,
+    PlayTile,
+    RoundEnded,
+    RoundStarted,
+    Rules,
+    SeenEvent,
+    Tile,
+    TileDrawn,
+    TilePlayed,
+    TurnPassed,
+    TurnTimedOut,
+    UnknownEvent,
+)
+from domino_sdk.protocol import EventLine, Line, Snapshot, TurnLine, decode_line
+from domino_sdk.views import OpenEnd, View
+
 if TYPE_CHECKING:
-    from services.sdk.bot import Bot, StrategyBot
-    from services.sdk.client import (
+    from domino_sdk.bot import Bot
+    from domino_sdk.client import (
         GatewayError,
         LobbyClient,
         MoveRejected,
@@ -22,28 +50,53 @@ if TYPE_CHECKING:
     )
 
 _WHERE = {
-    "Bot": "services.sdk.bot",
-    "StrategyBot": "services.sdk.bot",
-    "GatewayError": "services.sdk.client",
-    "LobbyClient": "services.sdk.client",
-    "MoveRejected": "services.sdk.client",
-    "MoveResult": "services.sdk.client",
-    "Seat": "services.sdk.client",
-    "SeatClient": "services.sdk.client",
+    "Bot": "domino_sdk.bot",
+    "GatewayError": "domino_sdk.client",
+    "LobbyClient": "domino_sdk.client",
+    "MoveRejected": "domino_sdk.client",
+    "MoveResult": "domino_sdk.client",
+    "Seat": "domino_sdk.client",
+    "SeatClient": "domino_sdk.client",
 }
 __all__ = [
+    "AnyEvent",
     "Bot",
+    "DrawTile",
+    "End",
+    "Event",
+    "EventLine",
     "GatewayError",
+    "Line",
     "LobbyClient",
+    "MatchCreated",
+    "MatchEnded",
+    "Move",
     "MoveRejected",
     "MoveResult",
+    "OpenEnd",
+    "PassTurn",
+    "PlayTile",
+    "RoundEnded",
+    "RoundStarted",
+    "Rules",
     "Seat",
     "SeatClient",
-    "StrategyBot",
+    "SeenEvent",
+    "Snapshot",
+    "Tile",
+    "TileDrawn",
+    "TilePlayed",
+    "TurnLine",
+    "TurnPassed",
+    "TurnTimedOut",
+    "UnknownEvent",
+    "View",
+    "decode_line",
 ]
 
 
 def __getattr__(name: str) -> Any:
+    """Load the bot and the clients (and with them httpx) when first asked for."""
     if name not in _WHERE:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(importlib.import_module(_WHERE[name]), name)

@@ -16,18 +16,17 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import logging
+from collections.abc import Callable
 
 import httpx
-import structlog
 
-from engine.strategy import Strategy
-from engine.views import View
-from events.model import AnyEvent, MatchEnded, Move
-from services.gateway.protocol import EventLine
-from services.logs import configure
-from services.sdk.client import GatewayError, MoveRejected, SeatClient
+from domino_sdk.client import GatewayError, MoveRejected, SeatClient
+from domino_sdk.model import MatchEnded, Move, SeenEvent
+from domino_sdk.protocol import EventLine
+from domino_sdk.views import View
 
-log = structlog.get_logger()
+log = logging.getLogger(__name__)
 
 
 class Bot(abc.ABC):
@@ -39,7 +38,7 @@ class Bot(abc.ABC):
     def choose(self, view: View) -> Move:
         """Return one of ``view.legal`` (never called with an empty list)."""
 
-    def on_event(self, event: AnyEvent, version: int) -> None:  # noqa: B027 - optional hook
+    def on_event(self, event: SeenEvent, version: int) -> None:  # noqa: B027 - optional hook
         """Called with every event the seat sees, in order; override to keep track.
 
         A bot that does not override this asks for a minimal stream: its turns, its own
@@ -53,8 +52,8 @@ class Bot(abc.ABC):
         seat_client = SeatClient(url, token, client=client)
         try:
             match_id, seat = await seat_client.whoami()
-            blog = log.bind(match_id=match_id, seat=seat, bot=self.name)
-            blog.debug("playing")
+            where = f"{self.name} in {match_id} seat {seat}"
+            log.debug("%s: playing", where)
             answered: set[int] = set()
             result: MatchEnded | None = None
             # a bot that does not follow events only needs its turns and how rounds end
@@ -77,34 +76,36 @@ class Bot(abc.ABC):
                 try:
                     await seat_client.move(move, key=f"v{view.version}")
                 except MoveRejected as e:  # e.g. the turn timed out just before
-                    blog.warning("move rejected", reason=e.reason, detail=str(e))
+                    log.warning("%s: move rejected (%s): %s", where, e.reason, e)
                 except GatewayError as e:
                     if e.code != "idempotency_key_reused":  # answered by an earlier run
                         raise
-            blog.debug("match over", winner=None if result is None else result.winner)
+            winner = None if result is None else result.winner
+            log.debug("%s: match over, won by side %s", where, winner)
             return result
         finally:
             await seat_client.aclose()
 
     def run(self, url: str, token: str) -> MatchEnded | None:
         """Play until the match ends (blocking); return how it ended."""
-        if not structlog.is_configured():  # a script's first call: info and up, on stderr
-            configure("info")
-        try:
-            import uvloop
-
-            return uvloop.run(self.play(url, token))
-        except ImportError:  # pragma: no cover - uvloop is a dependency where it builds
-            return asyncio.run(self.play(url, token))
+        _log_at_info_unless_configured()
+        with asyncio.Runner(loop_factory=_fastest_loop()) as runner:
+            return runner.run(self.play(url, token))
 
 
-class StrategyBot(Bot):
-    """A bot that plays one of the engine's strategies (the house bots' own)."""
+def _log_at_info_unless_configured() -> None:
+    """A script's first call gets info and up on stderr; a program's own set-up is kept."""
+    if logging.getLogger().handlers:
+        return
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    # httpx logs every request at info: a line per move would bury the bot's own lines
+    logging.getLogger("httpx").setLevel(logging.WARNING)
 
-    def __init__(self, strategy: Strategy) -> None:
-        self.strategy = strategy
-        self.name = strategy.name
 
-    def choose(self, view: View) -> Move:
-        """The strategy's move."""
-        return self.strategy.choose(view)
+def _fastest_loop() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's event loop where it is installed (the services run on it too), else asyncio's."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop

@@ -8,23 +8,30 @@ move that got no answer is sent again with the same Idempotency-Key, so it is ap
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import ssl
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 import httpx
 import msgspec
-import structlog
 
-from events.model import MatchEnded, Move
-from services.gateway.protocol import EventLine, Line
+from domino_sdk.model import MatchEnded, Move
+from domino_sdk.protocol import (
+    CreateBody,
+    EventLine,
+    JoinBody,
+    Line,
+    MoveBody,
+    RulesBody,
+    decode_line,
+)
 
-log = structlog.get_logger()
+log = logging.getLogger(__name__)
 API = "/api/v1"
-_LINE = msgspec.json.Decoder(Line)
 _ENCODER = msgspec.json.Encoder()
 RETRYABLE = frozenset({502, 503, 504})
 TIMEOUT = httpx.Timeout(15.0, connect=5.0)
@@ -139,13 +146,14 @@ class _Http:
             except httpx.TransportError as e:
                 if attempt >= self.retries:
                     raise
-                log.info("request failed; retrying", path=path, error=repr(e))
+                log.info("%s failed (%r); retrying", path, e)
                 await asyncio.sleep(self.backoff(attempt))
                 attempt += 1
                 continue
             if response.status_code == 429 and attempt < self.retries:
                 wait = _retry_after(response)
-                log.info("rate limited", path=path, limit=_body(response).get("limit"), wait=wait)
+                limit = _body(response).get("limit")
+                log.info("%s: rate limited (%s); waiting %.2f s", path, limit, wait)
                 await asyncio.sleep(wait)
                 attempt += 1
                 continue
@@ -196,16 +204,24 @@ class LobbyClient:
         self,
         seats: Sequence[str | None],
         *,
-        rules: dict[str, Any] | None = None,
+        rules: RulesBody | Mapping[str, Any] | None = None,
         names: Sequence[str] | None = None,
         deadline_ms: int = 0,
     ) -> dict[str, Any]:
-        """Open a match: a house bot pool per seat, None for a seat played from outside."""
-        body: dict[str, Any] = {"seats": list(seats), "deadline_ms": deadline_ms}
-        if rules is not None:
-            body["rules"] = rules
-        if names is not None:
-            body["names"] = list(names)
+        """Open a match: a house bot pool per seat, None for a seat played from outside.
+
+        ``rules`` holds the options of :class:`RulesBody`; one it does not name raises
+        msgspec.ValidationError before anything is sent."""
+        if rules is None:
+            rules = RulesBody()
+        elif not isinstance(rules, RulesBody):
+            rules = msgspec.convert(rules, RulesBody)
+        body = CreateBody(
+            seats=list(seats),
+            rules=rules,
+            names=None if names is None else list(names),
+            deadline_ms=deadline_ms,
+        )
         response = await self._http.request("POST", f"{API}/matches", content=_ENCODER.encode(body))
         if response.status_code != 201:
             raise GatewayError(response.status_code, _body(response))
@@ -216,11 +232,7 @@ class LobbyClient:
         self, match_id: str, *, name: str | None = None, seat: int | None = None
     ) -> Seat:
         """Take a seat (the first open one unless ``seat`` is given); return it with its token."""
-        body: dict[str, Any] = {}
-        if name is not None:
-            body["name"] = name
-        if seat is not None:
-            body["seat"] = seat
+        body = JoinBody(name=name, seat=seat)
         response = await self._http.request(
             "POST", f"{API}/matches/{match_id}/join", content=_ENCODER.encode(body)
         )
@@ -320,7 +332,9 @@ class SeatClient:
                         for raw in complete:
                             if not raw.strip():
                                 continue  # a keep-alive
-                            line = _LINE.decode(raw)
+                            line = decode_line(raw)
+                            if line is None:
+                                continue  # a kind of line newer than this SDK
                             self.last_id = line.id
                             yield line
                             if _ends(line):
@@ -328,14 +342,15 @@ class SeatClient:
             except (httpx.TransportError, httpx.StreamError) as e:
                 if attempt >= self._http.retries * 4:
                     raise
-                log.info("stream dropped; resuming", after=self.last_id, error=repr(e))
+                log.info("stream dropped (%r); resuming after %s", e, self.last_id)
                 await asyncio.sleep(self._http.backoff(attempt))
                 attempt += 1
             self.reconnects += 1
 
-    async def move(self, move: Move, key: str) -> MoveResult:
-        """Post a move; raise MoveRejected when the referee refuses it, GatewayError for
-        anything else that is not an acceptance."""
+    async def move(self, move: Move | MoveBody, key: str) -> MoveResult:
+        """Post a move (an entry of ``view.legal``, or a body without the seat); raise
+        MoveRejected when the referee refuses it, GatewayError for anything else that is not
+        an acceptance."""
         response = await self._http.request(
             "POST",
             self._path("moves"),

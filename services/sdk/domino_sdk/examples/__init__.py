@@ -1,1 +1,1 @@
-"""Example bots built on the SDK; each runs as ``python -m services.sdk.examples.<name>``."""
+"""Example bots built on the SDK; each runs as ``python -m domino_sdk.examples.<name>``."""

@@ -6,8 +6,7 @@ import argparse
 import asyncio
 import sys
 
-from services.sdk.bot import Bot
-from services.sdk.client import LobbyClient
+from domino_sdk import Bot, LobbyClient
 
 
 def main(bot: Bot, argv: list[str] | None = None) -> int:

@@ -4,16 +4,14 @@ A seat's view carries, by seat, the numbers that seat is known to hold none of (
 shown by its passes and draws). Blocker prefers the play after which the next opponent is
 void in as many open ends as possible; ties go to points now, then to the heavier tile.
 
-    python -m services.sdk.examples.blocker --url http://127.0.0.1:8080 --token TOKEN
+    python -m domino_sdk.examples.blocker --url http://127.0.0.1:8080 --token TOKEN
 """
 
 from __future__ import annotations
 
 import sys
 
-from engine.views import View
-from events.model import Move, PlayTile
-from services.sdk.bot import Bot
+from domino_sdk import Bot, Move, PlayTile, View
 
 
 class Blocker(Bot):
@@ -49,6 +47,6 @@ class Blocker(Bot):
 
 
 if __name__ == "__main__":
-    from services.sdk.examples._main import main
+    from domino_sdk.examples._main import main
 
     sys.exit(main(Blocker()))

@@ -4,16 +4,14 @@ The shortest useful bot: in Straight it takes the most all-fives points on offer
 Express, or when nothing scores, it plays its heaviest tile so a blocked round costs it less
 (E5, S6). With no play it draws or passes, as ``view.legal`` says.
 
-    python -m services.sdk.examples.heaviest --url http://127.0.0.1:8080 --token TOKEN
+    python -m domino_sdk.examples.heaviest --url http://127.0.0.1:8080 --token TOKEN
 """
 
 from __future__ import annotations
 
 import sys
 
-from engine.views import View
-from events.model import Move, PlayTile
-from services.sdk.bot import Bot
+from domino_sdk import Bot, Move, PlayTile, View
 
 
 class Heaviest(Bot):
@@ -33,6 +31,6 @@ class Heaviest(Bot):
 
 
 if __name__ == "__main__":
-    from services.sdk.examples._main import main
+    from domino_sdk.examples._main import main
 
     sys.exit(main(Heaviest()))
