@@ -1,70 +1,107 @@
-"""Settings from environment variables, each with a documented default (12-factor).
+"""Settings from environment variables, each with a default (12-factor).
 
-| variable | default | meaning |
-| --- | --- | --- |
-| REDIS_URL | (unset: an embedded redis-server) | the Redis to use |
-| DOMINO_REDIS_CLUSTER | 0 | 1 if REDIS_URL is a Redis Cluster node |
-| DOMINO_PREFIX | dom | prefix of every key |
-| DOMINO_PARTITIONS | 8 | partitions of commands, logs and turns; fixed for a deployment |
-| DOMINO_APPENDFSYNC | everysec | durability of an embedded Redis: everysec, always or no |
-| DOMINO_DATA_DIR | (a temporary directory) | where an embedded Redis keeps its files |
-| DOMINO_LOG_LEVEL | info | debug, info, warning or error |
-| DOMINO_LOG_FORMAT | console | console, or json for one JSON object a line |
-| DOMINO_BATCH | 500 | most messages a service reads at once |
-| DOMINO_MAX_DELIVERIES | 5 | deliveries of a failing message before it is dead-lettered |
-| DOMINO_CLAIM_IDLE_MS | 5000 | pending this long, a message is claimed by another consumer |
-| DOMINO_LEASE_MS | 10000 | a referee's hold on its partitions lasts this long unrenewed |
-| DOMINO_SEARCH_BUDGET_MS | 20 | thinking time per move of the search bots |
-| DOMINO_MAX_COMMAND_BYTES | 16384 | larger commands are rejected unread |
+Each field declares, beside its type and default, the variable it is read from and what it
+means (:class:`Var`). That declaration is the only one: :func:`read_env` reads the variables it
+names, and :func:`markdown_table` renders the tables that ``domino settings`` prints and the
+README shows.
 """
 
 from __future__ import annotations
 
 import os
+import typing
 from collections.abc import Mapping
-from typing import Literal, TypeVar
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 
-ENV: dict[str, str] = {
-    "redis_url": "REDIS_URL",
-    "cluster": "DOMINO_REDIS_CLUSTER",
-    "prefix": "DOMINO_PREFIX",
-    "partitions": "DOMINO_PARTITIONS",
-    "appendfsync": "DOMINO_APPENDFSYNC",
-    "data_dir": "DOMINO_DATA_DIR",
-    "log_level": "DOMINO_LOG_LEVEL",
-    "log_format": "DOMINO_LOG_FORMAT",
-    "batch": "DOMINO_BATCH",
-    "max_deliveries": "DOMINO_MAX_DELIVERIES",
-    "claim_idle_ms": "DOMINO_CLAIM_IDLE_MS",
-    "lease_ms": "DOMINO_LEASE_MS",
-    "search_budget_ms": "DOMINO_SEARCH_BUDGET_MS",
-    "max_command_bytes": "DOMINO_MAX_COMMAND_BYTES",
-}
-"""Each setting and the environment variable it is read from."""
+T = TypeVar("T", bound=msgspec.Struct)
+
+DEFAULT_DATA_DIR = ".domino/redis"
+"""Where an embedded Redis keeps its append-only file, relative to the working directory."""
 
 
-T = TypeVar("T")
+@dataclass(frozen=True, slots=True)
+class Var:
+    """How a setting is read and documented: its environment variable, what it means, and,
+    for a setting whose default is None, what leaving the variable unset does."""
+
+    name: str
+    meaning: str
+    unset: str | None = None
 
 
-def read_env(
-    cls: type[T],
-    variables: Mapping[str, str],
-    environ: Mapping[str, str] | None,
-    error: type[ValueError],
-) -> T:
-    """Build ``cls`` from the environment variables named for its fields (unset or empty:
-    the field's default); raise ``error`` naming the variable that holds a bad value.
+def variables(cls: type[msgspec.Struct]) -> dict[str, Var]:
+    """Each field of ``cls`` and the :class:`Var` it declares, in field order; raises TypeError
+    for a field that declares none, or that has no default to document."""
+    return {field.name: _var(cls, field) for field in msgspec.structs.fields(cls)}
+
+
+def env_names(cls: type[msgspec.Struct]) -> dict[str, str]:
+    """Each field of ``cls`` and the environment variable it is read from."""
+    return {field: var.name for field, var in variables(cls).items()}
+
+
+def markdown_table(cls: type[msgspec.Struct]) -> str:
+    """The variables of ``cls`` as a Markdown table: name, default and meaning (with the
+    choices of a setting that has a fixed set of values), in field order."""
+    rows = ["| variable | default | meaning |", "| --- | --- | --- |"]
+    for field in msgspec.structs.fields(cls):
+        var = _var(cls, field)
+        meaning = var.meaning + _choices(field.type)
+        rows.append(f"| `{var.name}` | {default_text(field.default, var)} | {meaning} |")
+    return "\n".join(rows)
+
+
+def default_text(default: Any, var: Var) -> str:
+    """A default as the tables show it: booleans as the 1 or 0 to set, strings in backticks,
+    None as what an unset variable does."""
+    if default is None:
+        return f"unset: {var.unset}"
+    if isinstance(default, bool):
+        return str(int(default))
+    if isinstance(default, str):
+        return f"`{default}`"
+    if isinstance(default, float):
+        return f"{default:g}"
+    return str(default)
+
+
+def _var(cls: type[msgspec.Struct], field: msgspec.structs.FieldInfo) -> Var:
+    declared = [m for m in getattr(field.type, "__metadata__", ()) if isinstance(m, Var)]
+    where = f"{cls.__name__}.{field.name}"
+    if len(declared) != 1:
+        raise TypeError(f"{where} declares {len(declared)} Var, not one")
+    var = declared[0]
+    if field.default is msgspec.NODEFAULT:
+        raise TypeError(f"{where} has no default: every setting has one")
+    if field.default is None and var.unset is None:
+        raise TypeError(f"{where} defaults to None: its Var must say what unset means")
+    return var
+
+
+def _choices(annotated: Any) -> str:
+    """`` (`a`, `b` or `c`)`` for a Literal setting, else nothing."""
+    kind = typing.get_args(annotated)[0]
+    if typing.get_origin(kind) is not Literal:
+        return ""
+    names = [f"`{choice}`" for choice in typing.get_args(kind)]
+    return f" ({', '.join(names[:-1])} or {names[-1]})"
+
+
+def read_env(cls: type[T], environ: Mapping[str, str] | None, error: type[ValueError]) -> T:
+    """Build ``cls`` from the environment variables its fields name (unset or empty: the
+    field's default); raise ``error`` naming the variable that holds a bad value.
     Booleans read 1/0/true/false."""
     environ = os.environ if environ is None else environ
-    raw = {field: environ[var] for field, var in variables.items() if environ.get(var, "") != ""}
+    names = env_names(cls)
+    raw = {field: environ[var] for field, var in names.items() if environ.get(var, "") != ""}
     try:
         return msgspec.convert(raw, cls, strict=False)
     except msgspec.ValidationError as e:
         field = str(e).rpartition("$.")[2].rstrip("`")
-        name = variables.get(field, field)
-        raise error(f"bad setting {name}: {e}") from None
+        raise error(f"bad setting {names.get(field, field)}: {e}") from None
 
 
 class ConfigError(ValueError):
@@ -72,29 +109,75 @@ class ConfigError(ValueError):
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
-    """Every setting of the services; see the module docstring for the variables."""
+    """Every setting of the services, each with its variable and meaning."""
 
-    redis_url: str | None = None
-    cluster: bool = False
-    prefix: str = "dom"
-    partitions: int = 8
-    appendfsync: Literal["everysec", "always", "no"] = "everysec"
-    data_dir: str | None = None
-    log_level: Literal["debug", "info", "warning", "error"] = "info"
-    log_format: Literal["console", "json"] = "console"
-    batch: int = 500
-    max_deliveries: int = 5
-    claim_idle_ms: int = 5000
-    lease_ms: int = 10000
-    search_budget_ms: float = 20.0
-    max_command_bytes: int = 16384
+    redis_url: Annotated[
+        str | None, Var("REDIS_URL", "the Redis to use", unset="an embedded server")
+    ] = None
+    cluster: Annotated[
+        bool,
+        Var(
+            "DOMINO_REDIS_CLUSTER",
+            "1 if `REDIS_URL` is a Redis Cluster node (the event store and the replay tools run"
+            " on a cluster; the services, for now, on one node)",
+        ),
+    ] = False
+    prefix: Annotated[str, Var("DOMINO_PREFIX", "prefix of every key")] = "dom"
+    partitions: Annotated[
+        int,
+        Var("DOMINO_PARTITIONS", "partitions of commands, logs and turns (fixed for a deployment)"),
+    ] = 8
+    appendfsync: Annotated[
+        Literal["everysec", "always", "no"],
+        Var("DOMINO_APPENDFSYNC", "durability of the embedded Redis"),
+    ] = "everysec"
+    data_dir: Annotated[
+        str | None,
+        Var(
+            "DOMINO_DATA_DIR",
+            "where the embedded Redis keeps its files",
+            unset=f"`{DEFAULT_DATA_DIR}`",
+        ),
+    ] = None
+    log_level: Annotated[
+        Literal["debug", "info", "warning", "error"],
+        Var("DOMINO_LOG_LEVEL", "the least severe log lines written"),
+    ] = "info"
+    log_format: Annotated[
+        Literal["console", "json"],
+        Var("DOMINO_LOG_FORMAT", "log lines for people, or one JSON object a line"),
+    ] = "console"
+    batch: Annotated[int, Var("DOMINO_BATCH", "most messages a service reads at once")] = 500
+    max_deliveries: Annotated[
+        int,
+        Var("DOMINO_MAX_DELIVERIES", "deliveries of a failing message before it is dead-lettered"),
+    ] = 5
+    claim_idle_ms: Annotated[
+        int,
+        Var("DOMINO_CLAIM_IDLE_MS", "pending this long, a message is claimed by another consumer"),
+    ] = 5000
+    lease_ms: Annotated[
+        int,
+        Var("DOMINO_LEASE_MS", "a referee's hold on its partitions lasts this long unrenewed"),
+    ] = 10000
+    search_budget_ms: Annotated[
+        float, Var("DOMINO_SEARCH_BUDGET_MS", "thinking time per move of the `search` bots")
+    ] = 20.0
+    max_command_bytes: Annotated[
+        int, Var("DOMINO_MAX_COMMAND_BYTES", "larger commands are rejected unread")
+    ] = 16384
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
-        """Read the settings from ``environ`` (default: the process environment)."""
-        settings = read_env(cls, ENV, environ, ConfigError)
+        """Read the settings from ``environ`` (default: the process environment); raises
+        ConfigError naming a variable whose value the setting cannot take."""
+        settings = read_env(cls, environ, ConfigError)
         if settings.partitions < 1 or settings.batch < 1 or settings.max_deliveries < 1:
             raise ConfigError(
                 "DOMINO_PARTITIONS, DOMINO_BATCH and DOMINO_MAX_DELIVERIES must be ≥ 1"
             )
         return settings
+
+
+ENV: dict[str, str] = env_names(Settings)
+"""Each setting and the environment variable it is read from."""

@@ -9,7 +9,6 @@ import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from pathlib import Path
 
 from faststream import FastStream
 from redis.asyncio import Redis
@@ -28,9 +27,11 @@ from services.cli import jsonl
 from services.cli.args import CliError, rules_args, rules_from
 from services.cli.demo import play_series, report
 from services.cli.render import describe, score_line
+from services.cli.settings import cmd_settings
 from services.cli.supervisor import Stack
 from services.config import ConfigError, Settings
 from services.core.local_match import play_local_match
+from services.gateway.config import GatewayConfigError, GatewaySettings
 from services.logs import configure
 from services.projections.app import projector_app
 from services.projections.projector import Projector
@@ -39,7 +40,7 @@ from services.projections.ratings import RatingsProjector
 from services.redis.apps import tune_gc
 from services.redis.client import ServiceClient
 from services.redis.connection import node_client
-from services.redis.embedded import DEFAULT_DATA_DIR, redis_url
+from services.redis.embedded import embedded_data_dir, redis_url
 from services.redis.servers import RedisUnavailable
 from services.referee.app import referee_app
 from services.store import EventStore, open_store
@@ -47,7 +48,7 @@ from services.store.base import ConcurrencyError, NewEvent, StoreError
 from services.store.projection import RedisCheckpoints
 from services.store.redis import RedisEventStore
 
-PLUGINS = ("services.gateway.cli", "services.cli.bot_commands", "services.cli.tournament_commands")
+PLUGINS = ("services.gateway.cli", "services.sdk.cli", "services.cli.tournament_commands")
 """Modules that add subcommands: each has ``register(subparsers)``."""
 
 
@@ -310,14 +311,15 @@ def cmd_up(args: argparse.Namespace) -> int:
     """Run Redis (embedded unless REDIS_URL), referees, bots and projector until Ctrl-C."""
     settings = _settings()
     pools = _pools(args.bots)
+    try:  # read before anything starts: a bad gateway setting stops nothing half-started
+        gateway = GatewaySettings.from_env()
+    except GatewayConfigError as e:
+        raise CliError(str(e)) from None
     with redis_url(settings) as url:
         stack = Stack(url, settings, referees=args.referees, pools=pools, gateway=args.gateway)
         stack.start()
         print(f"domino service up on {url}  (REDIS_URL={url}; Ctrl-C stops it)")
         if args.gateway:
-            from services.gateway.config import GatewaySettings
-
-            gateway = GatewaySettings.from_env()
             print(
                 f"gateway for external bots on http://{gateway.host}:{gateway.port}/api/v1 "
                 "(docs/protocol.md)"
@@ -330,7 +332,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     settings = _settings()
     console = Console()
     with redis_url(settings) as url:
-        log_dir = Path(settings.data_dir or DEFAULT_DATA_DIR).resolve().parent / "logs"
+        log_dir = embedded_data_dir(settings).parent / "logs"
         console.print(
             f"Redis at {url}; referee, bot workers and projector starting (logs in {log_dir})"
         )
@@ -498,6 +500,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("results", help="results by player name, over every finished match")
     p.set_defaults(func=cmd_results)
+
+    p = sub.add_parser("settings", help="print every setting's variable, default and meaning")
+    p.set_defaults(func=cmd_settings)
 
     for module in PLUGINS:  # subcommands of the gateway, the SDK and tournaments
         try:

@@ -13,7 +13,6 @@ import argparse
 import asyncio
 import os
 import time
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -29,7 +28,7 @@ from services.cli.tournament import Played, play_matches, seatings, standings
 from services.config import ConfigError, Settings
 from services.projections.ratings import RatingsProjector, ratings_table
 from services.redis.client import ServiceClient
-from services.redis.embedded import DEFAULT_DATA_DIR, redis_url
+from services.redis.embedded import embedded_data_dir, redis_url
 from services.store.projection import RedisCheckpoints
 
 BUDGET_ENV = "DOMINO_SEARCH_BUDGET_MS"
@@ -102,7 +101,7 @@ def cmd_tournament(args: argparse.Namespace) -> int:
         f"{thinks}{workers} worker(s) per strategy"
     )
     with redis_url(settings) as url:
-        log_dir = Path(settings.data_dir or DEFAULT_DATA_DIR).resolve().parent / "logs"
+        log_dir = embedded_data_dir(settings).parent / "logs"
         with Stack(url, settings, pools=pools, log_dir=log_dir) as stack:
             start = time.monotonic()
             results = asyncio.run(_play(url, settings, rules, lineup, args, console, stack))

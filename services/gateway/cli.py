@@ -8,8 +8,8 @@ import argparse
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``gateway`` subcommand."""
     p = sub.add_parser("gateway", help="serve the HTTP gateway for external bots (needs REDIS_URL)")
-    p.add_argument("--host", help="address to listen on (default DOMINO_GATEWAY_HOST, 127.0.0.1)")
-    p.add_argument("--port", type=int, help="port (default DOMINO_GATEWAY_PORT, 8080)")
+    p.add_argument("--host", help="address to listen on (default: DOMINO_GATEWAY_HOST)")
+    p.add_argument("--port", type=int, help="port to listen on (default: DOMINO_GATEWAY_PORT)")
     p.set_defaults(func=cmd_gateway)
 
 

@@ -14,11 +14,8 @@ from pathlib import Path
 
 import redis
 
-from services.config import Settings
+from services.config import DEFAULT_DATA_DIR, Settings
 from services.redis.servers import private_server
-
-DEFAULT_DATA_DIR = ".domino/redis"
-"""Where an embedded Redis keeps its append-only file, relative to the working directory."""
 
 URL_FILE = "server.url"
 
@@ -26,12 +23,12 @@ URL_FILE = "server.url"
 @contextlib.contextmanager
 def redis_url(settings: Settings) -> Iterator[str]:
     """Yield the Redis to use: ``REDIS_URL`` if set; else the embedded server already running
-    on ``DOMINO_DATA_DIR`` (default ``.domino/redis``); else a new embedded server there, so
+    on ``DOMINO_DATA_DIR`` (default :data:`DEFAULT_DATA_DIR`); else a new embedded server there, so
     matches outlive the process."""
     if settings.redis_url:
         yield settings.redis_url
         return
-    data_dir = Path(settings.data_dir or DEFAULT_DATA_DIR).resolve()
+    data_dir = embedded_data_dir(settings)
     data_dir.mkdir(parents=True, exist_ok=True)
     with open(data_dir / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one starter at a time decides who serves the dir
@@ -49,6 +46,11 @@ def redis_url(settings: Settings) -> Iterator[str]:
     finally:
         (data_dir / URL_FILE).unlink(missing_ok=True)
         server.__exit__(None, None, None)
+
+
+def embedded_data_dir(settings: Settings) -> Path:
+    """Where an embedded Redis keeps its files: ``DOMINO_DATA_DIR``, else the default, resolved."""
+    return Path(settings.data_dir or DEFAULT_DATA_DIR).resolve()
 
 
 def _running(data_dir: Path) -> str | None:
