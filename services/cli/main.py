@@ -48,7 +48,7 @@ from services.store.base import ConcurrencyError, NewEvent, StoreError
 from services.store.projection import RedisCheckpoints
 from services.store.redis import RedisEventStore
 
-PLUGINS = ("services.gateway.cli", "services.sdk.cli", "services.cli.tournament_commands")
+PLUGINS = ("services.gateway.cli", "services.cli.bot_commands", "services.cli.tournament_commands")
 """Modules that add subcommands: each has ``register(subparsers)``."""
 
 
