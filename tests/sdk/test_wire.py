@@ -1,0 +1,203 @@
+"""The server and the SDK agree on the wire, though the SDK imports nothing of the server.
+
+The gateway encodes its own lines (the engine's View, the stored events); the SDK decodes them
+into its own structs. Over every line a gateway would send — to each seat and to a spectator,
+after every event of matches played by the engine in every family, with timeouts and a
+resignation — the SDK's decoding holds every field the server encoded, and re-encodes to the
+very same bytes. The paired structs' JSON schemas match too, so a field added on one side and
+not the other fails here before any bot sees it.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from typing import Any, get_args
+
+import domino_sdk
+import msgspec
+import pytest
+from domino_sdk.protocol import decode_event, decode_line
+
+from engine.game import decide, evolve
+from engine.rules import Rules
+from engine.state import MatchState
+from engine.strategy import GreedyStrategy, RandomStrategy, Strategy
+from engine.views import OpenEnd, View, redact, view_for
+from events import model
+from events.model import AnyCommand, CreateMatch, Rejection, Resign, TimeOutTurn
+from services.core.dealer import deal
+from services.gateway.protocol import EventLine, Line, MoveBody, Snapshot, TurnLine, frame
+
+pytestmark = pytest.mark.service
+
+MATCHES: list[tuple[Rules, bool, int | None]] = [  # rules, timeouts, resign at command n
+    (Rules.make("express", players=4, target=60), False, None),
+    (Rules.make("express", players=2, target=60), True, None),
+    (Rules.make("express", players=3, target=40, next_leader="rotate"), False, None),
+    (Rules.make("express", players=2, top=9, target=60), False, 30),
+    (Rules.make("straight", players=2, target=100), True, None),
+    (Rules.make("straight", players=3, top=9, target=100), False, None),
+    (Rules.make("straight", players=4, partners=True, target=100), False, 45),
+    (Rules.make("straight", players=2, target=100, reveal_stock=True), True, None),
+    (Rules.make("straight", players=2, top=12, target=100), False, None),
+]
+SEEDS = range(4)
+MATCH = "m-wire"
+SDK_LINES = {
+    Snapshot: domino_sdk.Snapshot,
+    EventLine: domino_sdk.EventLine,
+    TurnLine: domino_sdk.TurnLine,
+}
+
+
+def played(rules: Rules, seed: int, timeouts: bool, resign_at: int | None) -> Iterator[Line]:
+    """Every line a gateway could send to every seat and a spectator as the engine plays a
+    match: each event and the view after it, and each turn; a seat sometimes runs out of
+    time, and with ``resign_at`` the seat to move resigns at that command."""
+    rng = random.Random(seed)
+    strategies: list[Strategy] = [
+        GreedyStrategy(seed + s) if s % 2 else RandomStrategy(seed + s)
+        for s in range(rules.players)
+    ]
+    receivers: list[int | None] = [None, *range(rules.players)]
+    yield Snapshot(id=0, match_id=MATCH, seat=1, view=None)  # a match waiting for players
+    players = tuple(f"player-{s}" for s in range(rules.players))
+    bots = ("random", *(None for _ in range(1, rules.players)))
+    command: AnyCommand = CreateMatch(rules=rules, players=players, bots=bots, deadline_ms=5000)
+    state: MatchState | None = None
+    commands = 0
+    while True:
+        result = decide(state, command)
+        assert not isinstance(result, Rejection), result
+        for event in result:  # a view after every event, as the gateway's feeds fold them
+            state = evolve(state, event)
+            for seat in receivers:
+                yield EventLine(id=state.version, event=redact(event, seat))
+                yield Snapshot(
+                    id=state.version, match_id=MATCH, seat=seat, view=view_for(state, seat)
+                )
+        assert state is not None
+        if state.phase == "over":
+            return
+        if state.phase == "playing" and state.turn is not None:
+            deadline = rng.uniform(1.7e9, 1.8e9)  # seconds since the epoch
+            yield TurnLine(id=state.version, view=view_for(state, state.turn), deadline=deadline)
+        commands += 1
+        resign = resign_at is not None and commands >= resign_at
+        command = _next_command(state, strategies, rng, timeouts, resign)
+
+
+def _next_command(
+    state: MatchState, strategies: list[Strategy], rng: random.Random, timeouts: bool, resign: bool
+) -> AnyCommand:
+    if state.phase == "dealing":
+        return deal(state.rules, rng)
+    assert state.turn is not None
+    if resign:
+        return Resign(seat=state.turn)
+    if timeouts and rng.random() < 0.1:
+        return TimeOutTurn(seat=state.turn, version=state.version)
+    return strategies[state.turn].choose(view_for(state, state.turn))
+
+
+def lines() -> Iterator[Line]:
+    """The lines of every match of MATCHES, each dealt and played from every seed."""
+    for rules, timeouts, resign_at in MATCHES:
+        for seed in SEEDS:
+            yield from played(rules, seed, timeouts, resign_at)
+
+
+def test_every_line_the_gateway_sends_decodes_as_the_sdks_structs_with_every_field_equal() -> None:
+    """Field for field, and byte for byte when the SDK encodes what it decoded."""
+    seen: set[str] = set()
+    endings: set[str] = set()
+    for line in lines():
+        wire = frame(line, sse=False)
+        decoded = decode_line(wire.rstrip(b"\n"))
+        assert type(decoded) is SDK_LINES[type(line)]
+        assert msgspec.to_builtins(decoded) == msgspec.to_builtins(line)
+        assert msgspec.json.encode(decoded) + b"\n" == wire
+        if isinstance(decoded, domino_sdk.EventLine):
+            assert not isinstance(decoded.event, domino_sdk.UnknownEvent)
+            seen.add(type(decoded.event).__name__)
+            if isinstance(decoded.event, domino_sdk.MatchEnded):
+                endings.add(decoded.event.reason)
+    assert seen == {t.__name__ for t in get_args(model.AnyEvent)}  # every event type was sent
+    assert endings == {"target", "resigned"}
+
+
+def test_every_legal_move_in_an_sdk_view_is_a_move_the_gateway_accepts_as_posted() -> None:
+    """A bot posts an entry of ``view.legal`` as it is: the gateway reads the same move."""
+    posted = msgspec.json.Decoder(MoveBody)
+    for line in lines():
+        if not isinstance(line, TurnLine):
+            continue
+        sdk_view = msgspec.json.decode(frame(line, sse=False), type=domino_sdk.TurnLine).view
+        for move, engine_move in zip(sdk_view.legal, line.view.legal, strict=True):
+            body = posted.decode(msgspec.json.encode(move))
+            assert body.__struct_config__.tag == engine_move.__struct_config__.tag
+            assert body.seat == engine_move.seat
+            assert getattr(body, "tile", None) == getattr(engine_move, "tile", None)
+            assert getattr(body, "end", None) == getattr(engine_move, "end", None)
+
+
+PAIRED: list[tuple[Any, Any]] = [
+    (View, domino_sdk.View),
+    (OpenEnd, domino_sdk.OpenEnd),
+    (Rules, domino_sdk.Rules),
+    (model.Move, domino_sdk.Move),
+    (model.AnyEvent, domino_sdk.AnyEvent),
+    (Snapshot, domino_sdk.Snapshot),
+    (TurnLine, domino_sdk.TurnLine),
+    *((getattr(model, t.__name__), t) for t in get_args(domino_sdk.AnyEvent)),
+]
+
+
+def _comparable(schema: Any) -> Any:
+    """A schema without what may rightly differ: the docstrings (``description``), written
+    for each side's readers, and ``additionalProperties``: the engine's Rules refuses unknown
+    options, the SDK's ignores them so that an option added later cannot break an older bot."""
+    if isinstance(schema, dict):
+        return {
+            k: _comparable(v)
+            for k, v in schema.items()
+            if k not in ("description", "additionalProperties")
+        }
+    if isinstance(schema, list):
+        return [_comparable(v) for v in schema]
+    return schema
+
+
+@pytest.mark.parametrize(
+    ("server", "sdk"), PAIRED, ids=[str(getattr(s, "__name__", s)) for s, _ in PAIRED]
+)
+def test_the_servers_struct_and_the_sdks_have_the_same_json_schema(server: Any, sdk: Any) -> None:
+    """Same names, fields, types, defaults and tags."""
+    assert _comparable(msgspec.json.schema(sdk)) == _comparable(msgspec.json.schema(server))
+
+
+def test_an_event_line_differs_from_the_servers_only_by_the_sdks_fallback_for_unknown_events() -> (
+    None
+):
+    """The SDK's event field is the server's union plus UnknownEvent, which nothing sends."""
+    sdk = _comparable(msgspec.json.schema(domino_sdk.EventLine))
+    del sdk["$defs"]["UnknownEvent"]
+    event = sdk["$defs"]["EventLine"]["properties"]["event"]
+    event["anyOf"].remove({"$ref": "#/$defs/UnknownEvent"})
+    del event["discriminator"]["mapping"]["unknown_event"]
+    assert sdk == _comparable(msgspec.json.schema(EventLine))
+
+
+def test_an_event_of_a_type_the_sdk_does_not_know_is_read_as_an_unknown_event() -> None:
+    """A newer server's event reaches the bot as UnknownEvent; a known one of the wrong shape
+    is an error, not news; a line of an unknown type is skipped."""
+    line = decode_line(b'{"type":"event","id":7,"event":{"type":"tile_polished","seat":1}}')
+    assert line == domino_sdk.EventLine(
+        id=7, event=domino_sdk.UnknownEvent(name="tile_polished", fields={"seat": 1})
+    )
+    with pytest.raises(msgspec.ValidationError):
+        decode_event(b'{"type":"turn_passed","seat":"one"}')
+    assert decode_line(b'{"type":"chat","id":8,"text":"gg"}') is None
+    newer = b'{"type":"turn_passed","seat":1,"why":"nothing fits"}'  # a field added later
+    assert decode_event(newer) == domino_sdk.TurnPassed(seat=1)
