@@ -7,7 +7,7 @@ crosswise sides (S2), which open only once both of its long sides carry a tile.
 
 from __future__ import annotations
 
-from engine.tiles import is_double, other_half
+from engine.tiles import format_tile, is_double, other_half
 from events.vocabulary import END_NAMES as END_NAMES  # the schema's words: events.vocabulary
 from events.vocabulary import End as End
 from events.vocabulary import Tile
@@ -63,9 +63,13 @@ class Board:
             self.spinner_arm = LEAD
 
     def place(self, t: Tile, end: int, spinners: bool) -> None:
-        """Play ``t`` on ``end``; the caller has checked that it matches."""
+        """Play ``t`` on ``end``; the caller has checked that it matches.
+
+        Raises ValueError if ``end`` is closed.
+        """
         number = self.numbers[end]
-        assert number is not None
+        if number is None:
+            raise ValueError(f"cannot place {format_tile(t)}: the {END_NAMES[end]} end is closed")
         self.numbers[end] = other_half(t, number)
         double = t[0] == t[1]
         self.tips[end] = double
@@ -94,19 +98,16 @@ class Board:
         An end whose tip is a crosswise double counts both halves; the spinner's crosswise
         sides count 0 until a tile lies there; a lone lead counts its pips once.
         """
+        numbers, tips, arm_len = self.numbers, self.tips, self.arm_len
+        left, right = numbers[LEFT], numbers[RIGHT]
+        if left is None or right is None:  # the long arms open with the lead: an empty board
+            return 0
         if self.tiles == 1:
-            n0, n1 = self.numbers[LEFT], self.numbers[RIGHT]
-            assert n0 is not None and n1 is not None
-            return n0 + n1
-        total = 0
-        for i in (LEFT, RIGHT):
-            n = self.numbers[i]
-            assert n is not None
-            total += 2 * n if self.tips[i] else n
-        if self.numbers[UP] is not None:
-            for i in (UP, DOWN):
-                if self.arm_len[i]:
-                    n = self.numbers[i]
-                    assert n is not None
-                    total += 2 * n if self.tips[i] else n
+            return left + right
+        total = (2 * left if tips[LEFT] else left) + (2 * right if tips[RIGHT] else right)
+        up, down = numbers[UP], numbers[DOWN]
+        if up is not None and arm_len[UP]:
+            total += 2 * up if tips[UP] else up
+        if down is not None and arm_len[DOWN]:
+            total += 2 * down if tips[DOWN] else down
         return total

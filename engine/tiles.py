@@ -20,6 +20,12 @@ def full_set(top: int) -> tuple[Tile, ...]:
 
 
 @cache
+def tile_set(top: int) -> frozenset[Tile]:
+    """Every tile of the double-``top`` set, as a set (C1)."""
+    return frozenset(full_set(top))
+
+
+@cache
 def index_of(top: int) -> dict[Tile, int]:
     """Map each tile of the double-``top`` set to its position in :func:`full_set`."""
     return {t: i for i, t in enumerate(full_set(top))}
