@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from engine.board import END_INDEX, Board
 from engine.rules import HAND_SIZE
 from engine.state import MatchState
-from engine.tiles import format_tile, full_set, is_double, pips, tile, weight
+from engine.tiles import format_tile, is_double, pips, tile, tile_set, weight
 from events.model import (
     AnyCommand,
     AnyEvent,
@@ -95,10 +95,10 @@ def apply(state: MatchState | None, command: AnyCommand) -> tuple[MatchState, li
     result = decide(state, command)
     if isinstance(result, Rejection):
         raise IllegalMove(result)
-    for event in result:
-        state = evolve(state, event)
-    assert state is not None
-    return state, result
+    folded = evolve(state, result[0])  # an accepted command records at least one event
+    for event in result[1:]:
+        folded = evolve(folded, event)
+    return folded, result
 
 
 def _create(state: MatchState | None, command: CreateMatch) -> list[AnyEvent] | Rejection:
@@ -138,7 +138,8 @@ def _deal(state: MatchState, command: DealRound) -> list[AnyEvent] | Rejection:
     if state.phase != "dealing":
         return _reject("bad_deal", "C5", "a round is already being played")
     order = command.order
-    if sorted(order) != list(full_set(rules.top)) or any(a > b for a, b in order):
+    whole = tile_set(rules.top)  # as many tiles as the set, and all of them: each once
+    if len(order) != len(whole) or set(order) != whole:
         return _reject("bad_deal", "C1", f"the deal must be the whole double-{rules.top} set")
     n = rules.players
     hands = tuple(tuple(sorted(order[k * HAND_SIZE : (k + 1) * HAND_SIZE])) for k in range(n))
@@ -150,12 +151,12 @@ def _deal(state: MatchState, command: DealRound) -> list[AnyEvent] | Rejection:
         if command.first_leader is None or not 0 <= command.first_leader < n:
             return _reject("bad_deal", "S1", "the first leader's draw must name a seat")
         leader = command.first_leader  # S1: drawn at random by the referee
-    elif rules.family == "express" and rules.next_leader == "after_winner":
-        assert state.prev_winner is not None
-        leader = (state.prev_winner + 1) % n  # E3
     else:
-        assert state.prev_leader is not None
-        leader = (state.prev_leader + 1) % n  # E3 rotate, S1
+        after_winner = rules.family == "express" and rules.next_leader == "after_winner"
+        previous = state.prev_winner if after_winner else state.prev_leader  # E3, S1
+        if previous is None:  # no winner: a resigned round, and a resignation ends the match
+            return _reject("bad_deal", "E3", "the last round has no seat to lead after")
+        leader = (previous + 1) % n
     return [
         RoundStarted(
             round=state.round + 1,
@@ -408,11 +409,8 @@ def _timeout(state: MatchState, command: TimeOutTurn) -> list[AnyEvent] | Reject
     evolve(s, events[0])
     while s.phase == "playing" and s.turn == command.seat:
         move = default_move(s)
-        result = decide(s, move)
-        assert not isinstance(result, Rejection), result
-        events.extend(result)
-        for event in result:
-            evolve(s, event)
+        s, made = apply(s, move)  # a legal move by construction: IllegalMove here is a bug
+        events.extend(made)
         if not isinstance(move, DrawTile):
             break
     return events
@@ -479,84 +477,212 @@ def play_points(state: MatchState, move: Move) -> int:
 def evolve(state: MatchState | None, event: AnyEvent) -> MatchState:
     """Fold one event into the state, in place, and return it (a new state for MatchCreated).
 
-    Raises FoldError if the event cannot follow the state.
+    Raises FoldError, naming the event, the version and phase it would follow and what is
+    wrong, when the event cannot follow the state (a corrupt or foreign log). ``evolve`` checks
+    that the event can be applied and leaves a whole state: the right phase, the seat to move,
+    a tile that is there to play or to draw, an open end it matches, a deal of the whole set.
+    Whether the event is also what the rules decide is :func:`engine.verify.verify`'s check.
     """
     if isinstance(event, MatchCreated):
-        if state is not None:
-            raise FoldError("match_created can only be the first event")
-        s = MatchState(event.rules, event.players)
-        s.bots = event.bots
-        s.deadline_ms = event.deadline_ms
-        s.version = 1
-        return s
+        return _created(state, event)
     if state is None:
-        raise FoldError(f"{event.__struct_config__.tag} before match_created")
-    try:
-        _fold(state, event)
-    except (KeyError, IndexError, AssertionError, TypeError) as e:
-        raise FoldError(
-            f"event {state.version + 1} ({event.__struct_config__.tag}) cannot follow: {e!r}"
-        ) from None
+        raise FoldError(f"event 1 ({_tag(event)}): a match's log opens with match_created")
+    if isinstance(event, TilePlayed):
+        _played(state, event)
+    elif isinstance(event, TileDrawn):
+        _drawn(state, event)
+    elif isinstance(event, TurnPassed):
+        if state.phase != "playing" or event.seat != state.turn:
+            raise _not_to_move(state, event, event.seat)
+        _void(state, event.seat)  # a pass shows the seat holds none of the open numbers
+        state.turn = (event.seat + 1) % state.rules.players
+        state.history.append(event)
+    elif isinstance(event, TurnTimedOut):
+        if state.phase != "playing" or event.seat != state.turn:
+            raise _not_to_move(state, event, event.seat)
+        state.history.append(event)
+    elif isinstance(event, RoundStarted):
+        _started(state, event)
+    elif isinstance(event, RoundEnded):
+        _round_ended(state, event)
+    elif isinstance(event, MatchEnded):
+        _match_ended(state, event)
+    else:  # pragma: no cover - the union is closed
+        raise FoldError(f"event {state.version + 1}: not an event of a match: {event!r}")
     state.version += 1
     return state
 
 
-def _fold(s: MatchState, event: AnyEvent) -> None:
+def _tag(event: AnyEvent) -> str:
+    return str(event.__struct_config__.tag)
+
+
+def _cannot_follow(s: MatchState, event: AnyEvent, why: str) -> FoldError:
+    """The error for ``event`` arriving after ``s``: which event, after what, and why not."""
+    return FoldError(
+        f"event {s.version + 1} ({_tag(event)}) cannot follow version {s.version} "
+        f"(phase {s.phase}, round {s.round}): {why}"
+    )
+
+
+def _created(state: MatchState | None, event: MatchCreated) -> MatchState:
+    if state is not None:
+        raise _cannot_follow(state, event, "only the first event of a log creates the match")
+    if len(event.players) != event.rules.players:
+        raise FoldError(
+            f"event 1 (match_created): {len(event.players)} players named for "
+            f"{event.rules.players} seats (C3)"
+        )
+    s = MatchState(event.rules, event.players)
+    s.bots = event.bots
+    s.deadline_ms = event.deadline_ms
+    s.version = 1
+    return s
+
+
+def _not_to_move(s: MatchState, event: AnyEvent, seat: int) -> FoldError:
+    """The error for a move by ``seat`` when no round is on or another seat is to move."""
+    if s.phase == "over":
+        return _cannot_follow(s, event, "the match is over")
+    if s.phase != "playing":
+        return _cannot_follow(s, event, "no round is on")
+    return _cannot_follow(s, event, f"it is seat {s.turn}'s turn, not seat {seat}'s")
+
+
+def _played(s: MatchState, event: TilePlayed) -> None:
+    seat, t, name = event.seat, event.tile, event.end
+    if s.phase != "playing" or seat != s.turn:
+        raise _not_to_move(s, event, seat)
+    hand = s.hands[seat]
+    if t not in hand:
+        raise _cannot_follow(s, event, f"{format_tile(t)} is not in seat {seat}'s hand")
+    board = s.board
+    end: int | None = None  # None: the lead
+    if name is None:
+        if board.tiles:
+            raise _cannot_follow(s, event, "only the lead is played on no end (C6)")
+    else:
+        end = END_INDEX[name]  # the decoder admits only the four names
+        number = board.numbers[end]
+        if number is None and not board.tiles:
+            raise _cannot_follow(s, event, f"the lead is played on no end, not {name!r}")
+        if number is None:
+            raise _cannot_follow(s, event, f"the {name!r} end is not open")
+        if number not in t:
+            raise _cannot_follow(
+                s, event, f"{format_tile(t)} does not match the {name} end's {number}"
+            )
+    last = s.history[-1]
+    if isinstance(last, TileDrawn) and last.seat == seat:
+        _void(s, seat)  # S3: it drew because it held none of the open numbers
+    rules = s.rules
+    straight = rules.family == "straight"
+    if end is None:
+        board.lead(t, straight)
+    else:
+        board.place(t, end, straight)
+    hand.remove(t)
+    if event.points:  # S4: only Straight scores during play
+        s.scores[rules.side_of(seat)] += event.points
+    s.played.append(t)
+    s.forced_lead = None
+    s.turn = (seat + 1) % rules.players
+    s.history.append(event)
+
+
+def _drawn(s: MatchState, event: TileDrawn) -> None:
+    if s.phase != "playing" or event.seat != s.turn:
+        raise _not_to_move(s, event, event.seat)
+    if s.rules.family != "straight":
+        raise _cannot_follow(s, event, "there is no drawing in Express (E1)")
+    if event.tile is None:
+        raise _cannot_follow(s, event, "the drawn tile is hidden: a seat's view is not a log")
+    if not s.stock:
+        raise _cannot_follow(s, event, "the boneyard is empty (S3)")
+    if event.tile != s.stock[0]:
+        raise _cannot_follow(
+            s,
+            event,
+            f"{format_tile(event.tile)} drawn, but the boneyard's next tile is "
+            f"{format_tile(s.stock[0])}",
+        )
+    s.voids[event.seat].clear()  # the drawn tile is hidden: it may show any number
+    s.hands[event.seat].add(s.stock.pop(0))
+    s.history.append(event)
+
+
+def _started(s: MatchState, event: RoundStarted) -> None:
     n = s.rules.players
-    if isinstance(event, TilePlayed):
-        assert s.phase == "playing"
-        t = event.tile
-        last = s.history[-1]
-        if isinstance(last, TileDrawn) and last.seat == event.seat:
-            _void(s, event.seat)  # S3: it drew because it held none of the open numbers
-        s.hands[event.seat].remove(t)
-        straight = s.rules.family == "straight"
-        if event.end is None:
-            s.board.lead(t, straight)
-        else:
-            s.board.place(t, END_INDEX[event.end], straight)
-        s.scores[s.rules.side_of(event.seat)] += event.points
-        s.played.append(t)
-        s.forced_lead = None
-        s.turn = (event.seat + 1) % n
-        s.history.append(event)
-    elif isinstance(event, TileDrawn):
-        assert event.tile is not None and s.stock[0] == event.tile
-        s.voids[event.seat].clear()  # the drawn tile is hidden: it may show any number
-        s.hands[event.seat].add(s.stock.pop(0))
-        s.history.append(event)
-    elif isinstance(event, TurnPassed):
-        _void(s, event.seat)  # a pass shows the seat holds none of the open numbers
-        s.turn = (event.seat + 1) % n
-        s.history.append(event)
-    elif isinstance(event, TurnTimedOut):
-        s.history.append(event)
-    elif isinstance(event, RoundStarted):
-        assert s.phase == "dealing"
-        s.phase = "playing"
-        s.round = event.round
-        s.leader = s.turn = event.leader
-        s.hands = [set(h) for h in event.hands if h is not None]
-        assert len(s.hands) == n and event.stock is not None
-        s.stock = list(event.stock)
-        s.board = Board()
-        s.forced_lead = event.forced_lead
-        s.history = [event]
-        s.played = []
-        s.voids = [set() for _ in range(n)]
-    elif isinstance(event, RoundEnded):
-        s.phase = "dealing"
-        s.scores = list(event.scores)
-        s.prev_leader = s.leader
-        s.prev_winner = event.winner
-        s.last_round = event
-        s.history.append(event)
-    elif isinstance(event, MatchEnded):
-        s.phase = "over"
-        s.scores = list(event.scores)
-        s.result = event
-    else:  # pragma: no cover - the union is closed
-        raise FoldError(f"unknown event {event!r}")
+    if s.phase != "dealing":
+        over = s.phase == "over"
+        raise _cannot_follow(s, event, "the match is over" if over else "a round is still on")
+    if event.round != s.round + 1:
+        raise _cannot_follow(s, event, f"round {event.round} dealt after round {s.round}")
+    if not 0 <= event.leader < n:
+        raise _cannot_follow(s, event, f"the leader, seat {event.leader}, does not exist (C3)")
+    if len(event.hands) != n:
+        raise _cannot_follow(s, event, f"{len(event.hands)} hands dealt to {n} players (C5)")
+    hands: list[set[Tile]] = []
+    for seat, hand in enumerate(event.hands):
+        if hand is None:
+            raise _cannot_follow(s, event, f"seat {seat}'s hand is hidden: a view is not a log")
+        if len(hand) != HAND_SIZE:
+            raise _cannot_follow(
+                s, event, f"seat {seat} is dealt {len(hand)} tiles, not {HAND_SIZE} (C5)"
+            )
+        hands.append(set(hand))
+    stock = event.stock
+    if stock is None:
+        raise _cannot_follow(s, event, "the stock is hidden: a view is not a log")
+    whole = tile_set(s.rules.top)  # as many tiles as the set, and all of them: each once
+    if len(stock) + n * HAND_SIZE != len(whole) or set(stock).union(*hands) != whole:
+        raise _cannot_follow(
+            s, event, f"the hands and the stock are not the whole double-{s.rules.top} set (C1)"
+        )
+    if event.forced_lead is not None and event.forced_lead not in hands[event.leader]:
+        raise _cannot_follow(
+            s,
+            event,
+            f"the forced lead {format_tile(event.forced_lead)} is not in the leader's hand (E2)",
+        )
+    s.phase = "playing"
+    s.round = event.round
+    s.leader = s.turn = event.leader
+    s.hands = hands
+    s.stock = list(stock)
+    s.board = Board()
+    s.forced_lead = event.forced_lead
+    s.history = [event]
+    s.played = []
+    s.voids = [set() for _ in range(n)]
+
+
+def _round_ended(s: MatchState, event: RoundEnded) -> None:
+    if s.phase != "playing":
+        over = s.phase == "over"
+        raise _cannot_follow(s, event, "the match is over" if over else "no round is on")
+    if event.round != s.round:
+        raise _cannot_follow(s, event, f"it ends round {event.round}, not round {s.round}")
+    if len(event.scores) != s.rules.sides:
+        raise _cannot_follow(s, event, f"{len(event.scores)} scores for {s.rules.sides} sides")
+    s.phase = "dealing"
+    s.scores = list(event.scores)
+    s.prev_leader = s.leader
+    s.prev_winner = event.winner
+    s.last_round = event
+    s.history.append(event)
+
+
+def _match_ended(s: MatchState, event: MatchEnded) -> None:
+    if s.phase == "over":
+        raise _cannot_follow(s, event, "the match is already over")
+    if len(event.scores) != s.rules.sides:
+        raise _cannot_follow(s, event, f"{len(event.scores)} scores for {s.rules.sides} sides")
+    if not 0 <= event.winner < s.rules.sides:
+        raise _cannot_follow(s, event, f"side {event.winner} does not exist (C3)")
+    s.phase = "over"
+    s.scores = list(event.scores)
+    s.result = event
 
 
 def _void(s: MatchState, seat: int) -> None:
