@@ -63,7 +63,12 @@ class Rules(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
         next_leader: NextLeader = "after_winner",
         reveal_stock: bool = False,
     ) -> Rules:
-        """Build a validated rule set, taking the family's default where an option is None."""
+        """Build a validated rule set, taking the family's default where an option is None.
+
+        Raises RulesError if the options cannot make a match (an unknown family included).
+        """
+        if family not in DEFAULT_TARGET:
+            raise RulesError(f"unknown family {family!r}: use express or straight")
         if partners is None:
             partners = family == "express" and players == 4
         rules = cls(

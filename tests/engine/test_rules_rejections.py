@@ -321,6 +321,12 @@ def test_rules_make_refuses_what_validate_refuses() -> None:
         Rules.make("straight", players=4, top=8)
 
 
+def test_rules_make_refuses_an_unknown_family_with_rules_error() -> None:
+    """The builder names the families it knows rather than failing on a lookup."""
+    with pytest.raises(RulesError, match="unknown family 'poker': use express or straight"):
+        Rules.make("poker")  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize(
     "players",
     [
