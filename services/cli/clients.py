@@ -1,4 +1,5 @@
-"""The clients a command of the CLI works with: Redis and the event store on one pool."""
+"""The clients a command of the CLI works with: Redis, the event store and the transport on
+one connection pool, and a trusted sender's client over them."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ import contextlib
 from collections.abc import AsyncIterator
 
 from services.config import Settings
+from services.core.commands import ServiceClient
 from services.redis.connection import Client, connect
 from services.store import EventStore, RedisEventStore
+from services.transport.redis import RedisTransport
 
 
 @contextlib.asynccontextmanager
@@ -21,3 +24,9 @@ async def open_clients(url: str, settings: Settings) -> AsyncIterator[tuple[Clie
         )
     finally:
         await client.aclose()
+
+
+def service_client(redis: Client, settings: Settings, sender: str = "cli") -> ServiceClient:
+    """A trusted sender's client over ``redis``: commands out, rejections back to ``sender``."""
+    store = RedisEventStore(redis, partitions=settings.partitions, prefix=settings.prefix)
+    return ServiceClient(RedisTransport(redis, store.keys), store, sender)

@@ -15,10 +15,10 @@ from engine.rules import Rules
 from engine.state import MatchState
 from events.codec import JSON
 from events.model import MatchEnded
-from services.cli.clients import open_clients
+from services.cli.clients import open_clients, service_client
 from services.cli.render import series_progress
 from services.config import Settings
-from services.redis.client import ServiceClient
+from services.core.commands import ServiceClient
 from services.store.base import EventStore
 
 
@@ -62,7 +62,7 @@ async def play_series(
 ) -> list[Tracked]:
     """Create ``matches`` matches for the house bots and follow them to their end."""
     async with open_clients(url, settings) as (redis, store):
-        client = ServiceClient(redis, settings, sender="demo")
+        client = service_client(redis, settings, sender="demo")
         return await _follow(client, store, matches, console, timeout)
 
 

@@ -25,6 +25,7 @@ from events.envelope import Envelope
 from services.bots.app import bots_app
 from services.cli import jsonl
 from services.cli.args import CliError, rules_args, rules_from
+from services.cli.clients import service_client
 from services.cli.demo import play_series, report
 from services.cli.render import describe, score_line
 from services.cli.settings import cmd_settings
@@ -38,7 +39,6 @@ from services.projections.projector import Projector
 from services.projections.queries import Queries
 from services.projections.ratings import RatingsProjector
 from services.redis.apps import tune_gc
-from services.redis.client import ServiceClient
 from services.redis.connection import node_client
 from services.redis.embedded import embedded_data_dir, redis_url
 from services.redis.servers import RedisUnavailable
@@ -48,7 +48,11 @@ from services.store.base import ConcurrencyError, NewEvent, StoreError
 from services.store.projection import RedisCheckpoints
 from services.store.redis import RedisEventStore
 
-PLUGINS = ("services.gateway.cli", "services.cli.bot_commands", "services.cli.tournament_commands")
+PLUGINS = (
+    "services.cli.gateway_commands",
+    "services.cli.bot_commands",
+    "services.cli.tournament_commands",
+)
 """Modules that add subcommands: each has ``register(subparsers)``."""
 
 
@@ -366,7 +370,7 @@ def cmd_create(args: argparse.Namespace) -> int:
     seats = [None if s == "external" else s for s in args.seats.split(",")]
 
     async def work(redis: Redis) -> int:
-        client = ServiceClient(redis, settings)
+        client = service_client(redis, settings)
         print(await client.create_match(rules, seats, deadline_ms=args.deadline_ms))
         return 0
 
@@ -504,7 +508,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("settings", help="print every setting's variable, default and meaning")
     p.set_defaults(func=cmd_settings)
 
-    for module in PLUGINS:  # subcommands of the gateway, the SDK and tournaments
+    for module in PLUGINS:  # the gateway, outside bots and tournaments
         try:
             plugin = importlib.import_module(module)
         except ModuleNotFoundError as e:

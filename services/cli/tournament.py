@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 from engine.rules import Rules
 from events.model import MatchEnded
+from services.core.commands import ServiceClient
 from services.projections.records import envelope_of
-from services.redis.client import ServiceClient
 from services.store import EventStore
 
 MOVE_TYPES = frozenset({"tile_played", "tile_drawn", "turn_passed"})

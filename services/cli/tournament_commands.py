@@ -21,13 +21,12 @@ from rich.table import Table
 from engine.rules import Rules
 from engine.strategy import STRATEGIES
 from services.cli.args import CliError, rules_args, rules_from
-from services.cli.clients import open_clients
+from services.cli.clients import open_clients, service_client
 from services.cli.render import series_progress
 from services.cli.supervisor import Stack
 from services.cli.tournament import Played, play_matches, seatings, standings
 from services.config import ConfigError, Settings
 from services.projections.ratings import RatingsProjector, ratings_table
-from services.redis.client import ServiceClient
 from services.redis.embedded import embedded_data_dir, redis_url
 from services.store.projection import RedisCheckpoints
 
@@ -130,7 +129,7 @@ async def _play(
     stack: Stack,
 ) -> list[Played]:
     async with open_clients(url, settings) as (redis, store):
-        client = ServiceClient(redis, settings, sender="tournament")
+        client = service_client(redis, settings, sender="tournament")
         try:
             with series_progress(console) as progress:
                 task = progress.add_task("matches", total=args.matches, moves=0)

@@ -39,6 +39,7 @@ from events.model import (
     TurnPassed,
 )
 from services.config import Settings
+from services.core.commands import new_match_id
 from services.gateway.config import GatewaySettings
 from services.gateway.http import ApiError, Endpoint, Request, Response, decode_body
 from services.gateway.hub import FeedUnavailable, Hub, Outcome
@@ -56,7 +57,6 @@ from services.gateway.protocol import (
 from services.gateway.sender import CommandSender
 from services.gateway.streaming import StreamResponse
 from services.projections.queries import Queries
-from services.redis.client import new_match_id
 from services.redis.connection import node_client
 from services.store.base import InvalidMatchId
 from services.store.keys import EXTERNAL, Keys, validate_match_id

@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import structlog
-from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
+from services.redis.connection import Client
 from services.redis.lua import LuaScript
 from services.store.base import Ack
 from services.store.keys import Keys
@@ -29,7 +29,7 @@ REPLIES_KEPT = 10_000
 """A reply stream keeps about this many latest entries (a sender reads its own promptly)."""
 
 
-async def ensure_groups(redis: Redis, streams: Sequence[str], group: str) -> None:
+async def ensure_groups(redis: Client, streams: Sequence[str], group: str) -> None:
     """Create ``group`` on each stream at id 0 (so no earlier entry is missed), once."""
     for stream in streams:
         try:
@@ -44,7 +44,7 @@ class RedisConsumer(Consumer):
 
     def __init__(
         self,
-        redis: Redis,
+        redis: Client,
         streams: Sequence[str],
         group: str,
         name: str,
@@ -196,7 +196,7 @@ return 0
 class RedisLeaseTable(LeaseTable):
     """Leases as ``<prefix>:{pN}:owner`` keys with a TTL; heartbeats in ``<prefix>:referees``."""
 
-    def __init__(self, redis: Redis, keys: Keys) -> None:
+    def __init__(self, redis: Client, keys: Keys) -> None:
         self.redis = redis
         self.keys = keys
 
@@ -230,7 +230,7 @@ class RedisLeaseTable(LeaseTable):
 class RedisTransport(Transport):
     """The transport on one Redis node, sharing the services' client."""
 
-    def __init__(self, redis: Redis, keys: Keys) -> None:
+    def __init__(self, redis: Client, keys: Keys) -> None:
         self.redis = redis
         self.keys = keys
 

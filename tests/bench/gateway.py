@@ -26,17 +26,17 @@ from typing import Any
 import httpx
 import redis
 import uvloop
-from services.sdk.bot import Bot
+from domino_sdk import Bot
 
 from engine.rules import Rules
 from engine.strategy import RandomStrategy
 from engine.views import View
 from events.model import Move
 from services.bots.worker import BotWorker
+from services.cli.clients import service_client
 from services.cli.supervisor import Stack
 from services.config import Settings
 from services.logs import configure
-from services.redis.client import ServiceClient
 from services.redis.connection import node_client
 from services.store.keys import Keys
 from services.transport.redis import RedisTransport
@@ -193,7 +193,7 @@ async def _measure(clock: Clock, meter: CpuMeter) -> Measured:
 
 async def _inprocess(url: str, settings: Settings, meter: CpuMeter) -> Measured:
     redis = node_client(url)
-    client = ServiceClient(redis, settings, sender="bench")
+    client = service_client(redis, settings, sender="bench")
     clock = Clock()
     transport = RedisTransport(redis, Keys(settings.prefix, settings.partitions))
     worker = BotWorker(settings, transport, TimedStrategy(clock), "random", "bench-bots")

@@ -22,10 +22,10 @@ import uvloop
 from engine.rules import Rules
 from engine.strategy import RandomStrategy
 from services.bots.worker import BotWorker
+from services.cli.clients import service_client
 from services.cli.supervisor import Stack
 from services.config import Settings
 from services.redis.apps import tune_gc
-from services.redis.client import ServiceClient
 from services.redis.connection import node_client
 from services.store.keys import Keys
 from services.transport.redis import RedisTransport
@@ -60,7 +60,7 @@ def run() -> Iterator[dict[str, Any]]:
 async def _drive(url: str, settings: Settings) -> tuple[float, list[float]]:
     tune_gc()  # as `domino bots` runs
     redis = node_client(url)
-    client = ServiceClient(redis, settings, sender="bench")
+    client = service_client(redis, settings, sender="bench")
     rules = Rules.make("express", target=5000)  # long matches: none ends inside the window
     latencies: list[float] = []  # seconds from a command's arrival to its next turn
     worker = BotWorker(

@@ -23,9 +23,10 @@ from events.model import (
     TimeOutTurn,
 )
 from events.wire import Rejected
+from services.cli.clients import service_client
 from services.cli.supervisor import Stack
 from services.config import Settings
-from services.redis.client import ServiceClient
+from services.core.commands import ServiceClient
 from tests.service.conftest import fold, read_log
 
 pytestmark = pytest.mark.service
@@ -46,7 +47,7 @@ def test_bad_commands_are_rejected_with_a_reason_and_leave_the_log_unchanged(
 
     async def scenario() -> None:
         redis = Redis.from_url(redis_url)
-        client = ServiceClient(redis, settings, sender="tester")
+        client = service_client(redis, settings, sender="tester")
         try:
             match_id = await client.create_match(Rules.make("express", players=2), [None, None])
             for _ in range(100):
@@ -128,7 +129,7 @@ def test_a_resignation_through_the_service_ends_the_match_for_the_other_side(
 
     async def scenario() -> list[str]:
         redis = Redis.from_url(redis_url)
-        client = ServiceClient(redis, settings, sender="resigner")
+        client = service_client(redis, settings, sender="resigner")
         try:
             match_id = await client.create_match(Rules.make("straight", players=2), [None, None])
             await client.send(match_id, Resign(seat=1), "c-resign")
@@ -156,7 +157,7 @@ def test_a_match_whose_log_is_corrupt_is_parked_and_the_others_go_on(
 
     async def scenario() -> None:
         redis = Redis.from_url(redis_url)
-        client = ServiceClient(redis, settings, sender="corrupt")
+        client = service_client(redis, settings, sender="corrupt")
         try:
             rules = Rules.make("express", players=2)
             broken = await client.create_match(rules, [None, None])
@@ -166,7 +167,7 @@ def test_a_match_whose_log_is_corrupt_is_parked_and_the_others_go_on(
                 if min(sizes) >= 2:
                     break
                 await asyncio.sleep(0.05)
-            key = client.topo.match(broken)
+            key = client.keys.match(broken)
             await redis.xadd(
                 key, {"type": "tile_played", "__data__": b"{not an envelope"}, id="0-3"
             )

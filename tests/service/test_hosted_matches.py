@@ -16,9 +16,9 @@ from engine.state import MatchState
 from engine.verify import verify
 from events.codec import JSON
 from events.model import PlayTile
+from services.cli.clients import service_client
 from services.cli.supervisor import Stack
 from services.config import Settings
-from services.redis.client import ServiceClient
 from tests.service.conftest import fold, wait_until_over
 
 pytestmark = pytest.mark.service
@@ -41,7 +41,7 @@ def create(
     async def go() -> list[str]:
         redis = Redis.from_url(url)
         try:
-            client = ServiceClient(redis, settings, sender="test")
+            client = service_client(redis, settings, sender="test")
             return [await client.create_match(r, s, deadline_ms=deadline_ms) for r, s in specs]
         finally:
             await redis.aclose()

@@ -15,6 +15,7 @@ from redis.asyncio import Redis
 from engine.rules import Rules
 from events.codec import JSON
 from events.model import MatchCreated, MatchEnded
+from services.cli.clients import service_client
 from services.cli.supervisor import Stack
 from services.config import Settings
 from services.projections.ratings import (
@@ -26,7 +27,6 @@ from services.projections.ratings import (
     read_results,
     result_of,
 )
-from services.redis.client import ServiceClient
 from services.store.projection import RedisCheckpoints
 from services.store.redis import RedisEventStore
 
@@ -117,7 +117,7 @@ async def _play_and_follow(
     projector = RatingsProjector(store, checkpoints)
     stop = asyncio.Event()
     follower = asyncio.create_task(projector.run(stop, interval=0.05))
-    client = ServiceClient(redis, settings, sender="ratings-test")
+    client = service_client(redis, settings, sender="ratings-test")
     specs: list[tuple[Rules, tuple[str, ...]]] = [
         (Rules.make("express", target=60), ("greedy", "random", "greedy", "random")),
         (Rules.make("straight", players=2, target=100), ("random", "greedy")),
