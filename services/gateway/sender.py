@@ -8,13 +8,11 @@ next pipeline, so a busy gateway pays one round trip per batch rather than per m
 from __future__ import annotations
 
 import asyncio
-import time
-from typing import Any
 
 from redis.asyncio import Redis
 
-from events.codec import JSON
-from events.envelope import CommandEnvelope
+from events.model import AnyCommand
+from services.core.commands import command_message
 from services.redis.lua import Call, LuaScript
 from services.store.keys import Keys
 
@@ -43,20 +41,13 @@ class CommandSender:
         self._flushing = False
         self.batches = 0
 
-    async def send(self, match_id: str, command_id: str, command: Any) -> bytes | None:
+    async def send(self, match_id: str, command_id: str, command: AnyCommand) -> bytes | None:
         """Send ``command`` unless ``command_id`` was applied to the match already; then
         return the versions it made (``first:last``), else None."""
-        envelope = CommandEnvelope(
-            match_id=match_id,
-            command_id=command_id,
-            command=command,
-            reply_to=self.reply_to,
-            ts=time.time(),
-        )
-        partition = self.topo.partition_of(match_id)
-        keys = [self.topo.dedupe(match_id), self.topo.commands(partition)]
+        message = command_message(self.topo, match_id, command_id, command, self.reply_to)
+        keys = [self.topo.dedupe(match_id), message.stream]
         fut: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
-        self._queue.append(((keys, [command_id, JSON.encode(envelope)]), fut))
+        self._queue.append(((keys, [command_id, message.payload]), fut))
         if not self._flushing:
             self._flushing = True
             asyncio.create_task(self._flush())  # noqa: RUF006 - every caller awaits its future
