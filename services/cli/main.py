@@ -26,7 +26,7 @@ from services.bots.app import bots_app
 from services.cli import jsonl
 from services.cli.args import CliError, rules_args, rules_from
 from services.cli.clients import service_client
-from services.cli.demo import play_series, report
+from services.cli.demo import play_demo, report
 from services.cli.render import describe, score_line
 from services.cli.settings import cmd_settings
 from services.cli.supervisor import Stack
@@ -343,9 +343,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         with Stack(url, settings, pools={"random": 1, "greedy": 1}, log_dir=log_dir):
             start = time.monotonic()
             try:
-                tracked = asyncio.run(
-                    play_series(url, settings, args.matches, console, args.timeout)
-                )
+                tracked = asyncio.run(play_demo(url, settings, args.matches, console, args.timeout))
             except TimeoutError as e:
                 raise CliError(str(e)) from None
             report(console, tracked, time.monotonic() - start)

@@ -14,19 +14,14 @@ the other sides' scores added up. Win rates carry a Wilson score interval.
 
 from __future__ import annotations
 
-import asyncio
 import math
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engine.rules import Rules
-from events.model import MatchEnded
+from services.cli.series import Planned, Progress, play_series
 from services.core.commands import ServiceClient
-from services.projections.records import envelope_of
 from services.store import EventStore
-
-MOVE_TYPES = frozenset({"tile_played", "tile_drawn", "turn_passed"})
 
 
 def seatings(lineup: Sequence[str], matches: int) -> list[tuple[str, ...]]:
@@ -96,20 +91,6 @@ def standings(results: Sequence[Played]) -> list[Standing]:
     return sorted(table, key=lambda s: (-s.rate, s.name))
 
 
-Progress = Callable[[int, int, int], None]
-"""Called as matches go: (finished, created, moves so far)."""
-
-
-@dataclass
-class _Tracked:
-    match_id: str
-    seats: tuple[str, ...]
-    version: int = 0
-    rounds: int = 0
-    moves: int = 0
-    ended: MatchEnded | None = None
-
-
 async def play_matches(
     client: ServiceClient,
     store: EventStore,
@@ -121,53 +102,30 @@ async def play_matches(
     timeout: float = 3600.0,
     poll: float = 0.05,
 ) -> list[Played]:
-    """Create the planned matches for the house bot pools (pool = strategy name), at most
-    ``parallel`` at a time, and follow each log to its end. Raises TimeoutError after
-    ``timeout`` seconds, RuntimeError if the referee rejects a match, MalformedLog if a
-    match_ended record holds another event."""
-    deadline = time.monotonic() + timeout
+    """Play the planned matches between house bot pools (pool = strategy name, which is also
+    each seat's name), at most ``parallel`` at a time; see :func:`play_series`."""
     sides = tuple(rules.side_of(k) for k in range(rules.players))
-    waiting = list(plan)
-    live: list[_Tracked] = []
-    done: list[Played] = []
-    moves = 0
-    while waiting or live:
-        while waiting and len(live) < parallel:
-            seats = waiting.pop(0)
-            match_id = await client.create_match(rules, seats, names=seats)
-            live.append(_Tracked(match_id, seats))
-        for t in list(live):
-            for record in await store.read(t.match_id, t.version + 1):
-                t.version = record.version
-                if record.type in MOVE_TYPES:
-                    t.moves += 1
-                    moves += 1
-                elif record.type == "round_started":
-                    t.rounds += 1
-                elif record.type == "match_ended":
-                    t.ended = envelope_of(record, MatchEnded)[1]
-            if t.ended is not None:
-                live.remove(t)
-                done.append(
-                    Played(
-                        t.match_id,
-                        t.seats,
-                        sides,
-                        t.ended.winner,
-                        t.ended.scores,
-                        t.rounds,
-                        t.moves,
-                    )
-                )
-        for rejected in await client.rejections():
-            raise RuntimeError(f"the referee rejected a tournament match: {rejected}")
-        if on_progress is not None:
-            on_progress(len(done), len(done) + len(live), moves)
-        if time.monotonic() > deadline:
-            raise TimeoutError(
-                f"{len(done)} of {len(plan)} matches finished in {timeout:.0f} s; "
-                f"still playing: {', '.join(t.match_id for t in live[:3])}"
+    series = [Planned(rules, seats, " ".join(seats), names=seats) for seats in plan]
+    played: list[Played] = []
+    for match in await play_series(
+        client,
+        store,
+        series,
+        parallel=parallel,
+        on_progress=on_progress,
+        timeout=timeout,
+        poll=poll,
+    ):
+        state, ended = match.final()
+        played.append(
+            Played(
+                match.match_id,
+                match.plan.seats,
+                sides,
+                ended.winner,
+                ended.scores,
+                state.round,
+                match.moves,
             )
-        if live:
-            await asyncio.sleep(poll)
-    return done
+        )
+    return played
