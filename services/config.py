@@ -16,6 +16,8 @@ from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 
+from engine.search import DEFAULT_BUDGET_MS
+
 T = TypeVar("T", bound=msgspec.Struct)
 
 DEFAULT_DATA_DIR = ".domino/redis"
@@ -162,7 +164,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     ] = 10000
     search_budget_ms: Annotated[
         float, Var("DOMINO_SEARCH_BUDGET_MS", "thinking time per move of the `search` bots")
-    ] = 20.0
+    ] = DEFAULT_BUDGET_MS
     max_command_bytes: Annotated[
         int, Var("DOMINO_MAX_COMMAND_BYTES", "larger commands are rejected unread")
     ] = 16384

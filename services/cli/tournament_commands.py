@@ -15,6 +15,7 @@ import os
 import time
 from typing import Any
 
+import msgspec
 from rich.console import Console
 from rich.table import Table
 
@@ -32,8 +33,6 @@ from services.store.projection import RedisCheckpoints
 
 BUDGET_ENV = "DOMINO_SEARCH_BUDGET_MS"
 """The environment variable the bot workers read search's time per move from (ms)."""
-
-DEFAULT_BUDGET_MS = 20.0
 
 
 def register(sub: Any) -> None:
@@ -85,12 +84,13 @@ def cmd_tournament(args: argparse.Namespace) -> int:
     lineup = lineup_of(args.seats, rules.players)
     if args.matches < 1 or args.parallel < 1:
         raise CliError("--matches and --parallel must be at least 1")
+    settings = _settings()
     if args.budget_ms is not None:
         if args.budget_ms <= 0:
             raise CliError("--budget-ms must be positive")
-        os.environ[BUDGET_ENV] = f"{args.budget_ms:g}"  # the bot workers inherit it
-    budget = os.environ.get(BUDGET_ENV) or f"{DEFAULT_BUDGET_MS:g}"
-    settings = _settings()
+        # the stack hands its settings to the bot workers it starts
+        settings = msgspec.structs.replace(settings, search_budget_ms=args.budget_ms)
+    budget = f"{settings.search_budget_ms:g}"
     workers = args.workers or max(1, os.cpu_count() or 1)
     pools = {name: workers for name in dict.fromkeys(lineup)}
     console = Console()

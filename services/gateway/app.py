@@ -47,6 +47,7 @@ from services.gateway.limits import Concurrency, RateLimiter
 from services.gateway.lobby import JoinError, Lobby, LobbyMatch, token_hash
 from services.gateway.openapi import openapi
 from services.gateway.protocol import (
+    API,
     CreateBody,
     DrawBody,
     JoinBody,
@@ -64,7 +65,6 @@ from services.store.redis import RedisEventStore
 
 log = structlog.get_logger()
 
-API = "/api/v1"
 _KEY = re.compile(r"[A-Za-z0-9._:\-]{1,64}")
 _MOVE = msgspec.json.Decoder(MoveBody)
 _CREATE = msgspec.json.Decoder(CreateBody)

@@ -8,9 +8,16 @@ from typing import Any
 
 import msgspec
 
-from services.gateway.protocol import CreateBody, EventLine, JoinBody, MoveBody, Snapshot, TurnLine
+from services.gateway.protocol import (
+    API,
+    CreateBody,
+    EventLine,
+    JoinBody,
+    MoveBody,
+    Snapshot,
+    TurnLine,
+)
 
-API = "/api/v1"
 _REF = "#/components/schemas/{name}"
 
 

@@ -32,6 +32,9 @@ from domino_sdk.protocol import RulesBody as RulesBody
 from engine.views import View
 from events.model import AnyEvent
 
+API = "/api/v1"
+"""Where every path of the protocol starts."""
+
 
 class Snapshot(msgspec.Struct, frozen=True, kw_only=True, tag="snapshot", tag_field="type"):
     """The receiver's view at version ``id``, with its legal moves when it is its turn."""
