@@ -21,8 +21,10 @@ class Blocker(Bot):
 
     def choose(self, view: View) -> Move:
         """The play leaving the next opponent the fewest ends it can match."""
-        assert view.seat is not None
-        nxt = (view.seat + 1) % len(view.hand_sizes)
+        seat = view.seat
+        if seat is None:  # a spectator's view: never asked for a move, nothing to block
+            return view.legal[0]
+        nxt = (seat + 1) % len(view.hand_sizes)
         if view.rules.partners and len(view.hand_sizes) == 4 and view.hand_sizes[nxt] == 0:
             nxt = (nxt + 1) % 4
         void = set(view.voids[nxt])
