@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BENCH ?= all
 
-.PHONY: install test test-engine test-store test-service test-e2e lint format bench demo up lock clean
+.PHONY: install test test-engine test-store test-behaviour test-service test-e2e lint format bench demo up lock clean
 
 install: $(STAMP)
 
@@ -26,6 +26,9 @@ test-engine: $(STAMP)
 
 test-store: $(STAMP)
 	$(BIN)/pytest -q -m store
+
+test-behaviour: $(STAMP)
+	$(BIN)/pytest -q -m behaviour
 
 test-service: $(STAMP)
 	$(BIN)/pytest -q -m "service or e2e"
