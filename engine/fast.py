@@ -28,7 +28,7 @@ from random import Random
 from typing import Final
 
 from engine.board import END_INDEX, LEAD
-from engine.rules import HAND_SIZE
+from engine.rules import HAND_SIZE, round5
 from engine.state import MatchState
 from engine.tiles import full_set, tile, weight
 from events.model import DrawTile, Move, PassTurn, PlayTile
@@ -179,12 +179,6 @@ def play_move(tile_index: int, end: int) -> int:
 def move_end(move: int) -> int:
     """The end code of a play move (0-3 left, right, up, down; 4 the lead)."""
     return move & 7
-
-
-def round5(points: int) -> int:
-    """Round to the nearest multiple of 5: remainders 1-2 down, 3-4 up (S5)."""
-    r = points % 5
-    return points - r if r <= 2 else points + 5 - r
 
 
 class FastIllegalMove(ValueError):

@@ -29,10 +29,9 @@ from engine.fast import (
     Tables,
     blocked_score,
     first_express_lead,
-    round5,
     tables,
 )
-from engine.rules import HAND_SIZE
+from engine.rules import HAND_SIZE, round5
 from events.vocabulary import Rules
 
 

@@ -7,11 +7,10 @@ replays exactly from its events alone. Rule numbers refer to RULES.md.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 
 from engine.board import END_INDEX, Board
-from engine.rules import HAND_SIZE
+from engine.rules import HAND_SIZE, round5
 from engine.state import MatchState
 from engine.tiles import format_tile, is_double, pips, tile, tile_set, weight
 from events.model import (
@@ -37,11 +36,10 @@ from events.model import (
     TurnPassed,
     TurnTimedOut,
 )
-from events.vocabulary import END_NAMES, RulesError, Tile
+from events.vocabulary import END_NAMES, POOL_NAME, RulesError, Tile
 
 MAX_NAME = 64
 MAX_DEADLINE_MS = 86_400_000
-_POOL = re.compile(r"[a-z0-9_\-]{1,32}")
 
 
 class FoldError(ValueError):
@@ -119,7 +117,7 @@ def _create(state: MatchState | None, command: CreateMatch) -> list[AnyEvent] | 
         return _reject("bad_players", "C3", f"player names must be 1 to {MAX_NAME} characters")
     if command.bots and len(command.bots) != len(players):
         return _reject("bad_players", "C3", "name a bot pool (or none) for every seat")
-    if any(b is not None and not _POOL.fullmatch(b) for b in command.bots):
+    if any(b is not None and not POOL_NAME.fullmatch(b) for b in command.bots):
         return _reject("bad_players", "C3", "bot pool names are 1-32 of a-z, 0-9, _ and -")
     if not 0 <= command.deadline_ms <= MAX_DEADLINE_MS:
         return _reject("bad_rules", "-", f"deadline_ms must be 0 to {MAX_DEADLINE_MS}")
@@ -292,12 +290,6 @@ def _anyone_can_play(board: Board, hands: Iterable[Iterable[Tile]]) -> bool:
 
 def _counts(hands: list[set[Tile]]) -> list[int]:
     return [sum(pips(t) for t in h) for h in hands]
-
-
-def round5(points: int) -> int:
-    """Round to the nearest multiple of 5: remainders 1-2 down, 3-4 up (S5)."""
-    r = points % 5
-    return points - r if r <= 2 else points + 5 - r
 
 
 def _nearness(state: MatchState) -> list[int]:

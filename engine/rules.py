@@ -15,3 +15,9 @@ from events.vocabulary import RulesError as RulesError
 
 HAND_SIZE = 7
 """Tiles dealt to each player (C5)."""
+
+
+def round5(points: int) -> int:
+    """Round to the nearest multiple of 5: remainders 1-2 down, 3-4 up (S5)."""
+    r = points % 5
+    return points - r if r <= 2 else points + 5 - r

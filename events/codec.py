@@ -5,7 +5,7 @@ Decoders are built once per process and reused (msgspec's fast path).
 
 from __future__ import annotations
 
-from typing import Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 import msgspec
 
@@ -35,8 +35,8 @@ class Codec:
         )
         self._envelope: _Decoder[Envelope] = _decoder(fmt, Envelope)
         self._command_envelope: _Decoder[CommandEnvelope] = _decoder(fmt, CommandEnvelope)
-        self._event: _Decoder[AnyEvent] = _decoder(fmt, AnyEvent)  # type: ignore[arg-type]
-        self._command: _Decoder[AnyCommand] = _decoder(fmt, AnyCommand)  # type: ignore[arg-type]
+        self._event: _Decoder[AnyEvent] = _union_decoder(fmt, AnyEvent)
+        self._command: _Decoder[AnyCommand] = _union_decoder(fmt, AnyCommand)
         self._turn: _Decoder[TurnMessage] = _decoder(fmt, TurnMessage)
         self._rejected: _Decoder[Rejected] = _decoder(fmt, Rejected)
 
@@ -77,6 +77,14 @@ def _decoder(fmt: Format, typ: type[T]) -> _Decoder[T]:
     if fmt == "json":
         return msgspec.json.Decoder(typ)
     return msgspec.msgpack.Decoder(typ)
+
+
+def _union_decoder(fmt: Format, union: object) -> _Decoder[Any]:
+    """A decoder for a tagged union of structs (a type mypy cannot take as ``type[T]``; the
+    caller names what it decodes)."""
+    if fmt == "json":
+        return msgspec.json.Decoder(union)
+    return msgspec.msgpack.Decoder(union)
 
 
 def _decode(decoder: _Decoder[T], data: bytes) -> T:

@@ -8,9 +8,13 @@ engine re-exports each from the module that works with it (``engine.tiles``, ``e
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 import msgspec
+
+POOL_NAME = re.compile(r"[a-z0-9_\-]{1,32}")
+"""What a pool of house bots may be called (it names a turns stream: no braces or spaces)."""
 
 Tile = tuple[int, int]
 """A tile as ``(low, high)`` with ``low <= high``; every tile in the engine is normalized."""

@@ -24,6 +24,7 @@ import re
 import zlib
 from dataclasses import dataclass
 
+from events.vocabulary import POOL_NAME
 from services.store.errors import InvalidMatchId
 
 DEFAULT_PREFIX = "dom"
@@ -32,7 +33,6 @@ MAX_MATCH_ID_LENGTH = 128
 
 _MATCH_ID = re.compile(rf"[^\s{{}}\x00-\x1f\x7f]{{1,{MAX_MATCH_ID_LENGTH}}}")
 _NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
-_POOL = re.compile(r"[a-z0-9_\-]{1,32}")
 _SENDER = re.compile(r"[A-Za-z0-9_.:\-]{1,100}")
 EXTERNAL = "external"
 """The pool of seats played from outside, through the gateway (no turn messages)."""
@@ -104,7 +104,7 @@ class Keys:
 
     def turns(self, partition: int, pool: str = EXTERNAL) -> str:
         """The turns stream of one pool of bots in a partition; ValueError for a bad pool."""
-        if _POOL.fullmatch(pool) is None:
+        if POOL_NAME.fullmatch(pool) is None:
             raise ValueError(f"invalid bot pool name {pool!r}")
         return f"{self.prefix}:{self.tag(partition)}:turns:{pool}"
 
