@@ -31,9 +31,10 @@ class DealError(Exception):
     """Raised when the engine refuses a deal the referee made itself (a bug, never input)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Decision:
-    """What one accepted command does to its match."""
+    """What one accepted command does to its match (made once per move: not frozen, whose
+    checks would cost a tenth of the decision)."""
 
     envelope: CommandEnvelope
     expected_version: int
@@ -61,7 +62,8 @@ def decide_command(
     arrived: float | None = None,
     from_stream: bool = True,
 ) -> Decision | Rejection:
-    """Decide ``envelope``'s command against ``state`` (None: the match has no events yet).
+    """Decide ``envelope``'s command against ``state`` (None: the match has no events yet),
+    leaving ``state`` as it was.
 
     ``from_stream`` says the command came from a command stream (a sender), where deals and
     timeouts are refused: the referee alone deals and keeps the clock. ``arrived`` is when the
@@ -77,7 +79,7 @@ def decide_command(
         return result
     expected = 0 if state is None else state.version
     events = list(result)
-    after = state
+    after = None if state is None else state.copy()  # evolve works in place; ours is a copy
     for event in result:
         after = evolve(after, event)
     if after is None:
@@ -142,9 +144,10 @@ def append_request(
     """The atomic append that stores ``decision``: its events, the turn message, the turn's
     deadline set or cleared, and ``ack`` (the command's entry, acknowledged by the append).
 
-    With ``watch_ms``, a match whose next turn is a house bot's is put on the partition's
-    watch list for that long after now, so a turn that is lost (a Redis that restarted, say)
-    is found and sent again; any other match leaves the list.
+    With ``watch_ms``, a new match goes on its partition's watch list, first checked that
+    long after now, and a match that ends leaves it: the referee checks the live matches on
+    the list, so a turn that is lost (a Redis that restarted, say) is found and sent again.
+    The appends in between leave the list alone.
     """
     envelope = decision.envelope
     base = decision.expected_version
@@ -174,9 +177,11 @@ def append_request(
         )
     elif decision.state.deadline_ms:
         schedule.append(Schedule(keys.deadlines(partition), envelope.match_id, None))
-    if watch_ms is not None:
-        at = int(decision.now * 1000) + watch_ms if turn is not None else None
+    if watch_ms is not None and base == 0:
+        at = int(decision.now * 1000) + watch_ms
         schedule.append(Schedule(keys.watch(partition), envelope.match_id, at))
+    elif watch_ms is not None and decision.state.phase == "over":
+        schedule.append(Schedule(keys.watch(partition), envelope.match_id, None))
     return AppendRequest(
         match_id=envelope.match_id,
         events=new,

@@ -10,8 +10,8 @@ turn. Rejections go back to the sender and never touch the match log.
 Matches come from a :class:`~services.core.repository.MatchRepository`, whose cache holds only
 what is stored: a match whose append failed, or whose partition this referee has just taken
 over, is read afresh; a rejection is sent only once the stored version is the one it was
-decided against; and a live match whose house-bot turn went unanswered for ``watch_ms`` (a turn
-lost with a Redis that restarted, say) gets its turn sent again. Any number of referees may run:
+decided against; and a live match that has not moved for ``watch_ms`` (a turn lost with a Redis
+that restarted, say) gets its turn sent again. Any number of referees may run:
 the expected version makes sure that only one of them writes each version of a match.
 
 It reaches storage only through the event store and the message transport, so it runs the same
@@ -53,7 +53,9 @@ from services.transport.base import Entry, Message, Transport
 log = structlog.get_logger()
 GROUP = "referee"
 WATCH_MS = 10_000
-"""A house bot's turn unanswered this long is checked, and sent again if it was lost."""
+"""A live match that has not moved this long is checked, and its turn sent again."""
+MOVED_KEPT = 100_000
+"""At most this many live matches' last moves are remembered."""
 
 
 @dataclass(slots=True)
@@ -101,6 +103,8 @@ class Referee(GroupWorker):
         self.clock = clock
         self.watch_ms = watch_ms
         self.matches = MatchRepository(store)
+        self._moved: dict[str, float] = {}  # match id -> when this referee last moved it
+        self._partitions: dict[str, int] = {}
         self.leases = PartitionLeases(
             transport.leases(), self.keys.partitions, name, settings.lease_ms
         )
@@ -191,22 +195,37 @@ class Referee(GroupWorker):
         return len(work)
 
     async def check_watched(self) -> int:
-        """Send again the turn of every watched match that has not moved for ``watch_ms``
-        (its turn was lost, or its answer was); return how many were sent."""
+        """Check the watched matches that are due: send again the turn of each one that has
+        not moved for ``watch_ms`` (its turn, or its answer, was lost); return how many were
+        sent. A match this referee has not seen move since it started (or took the
+        partition over) is given one more period."""
         now = self.clock()
         now_ms = int(now * 1000)
         sent = 0
         for p in self.owned:
             key = self.keys.watch(p)
             for match_id in await self.transport.due(key, now_ms, 200):
-                state = await self.matches.reload(match_id)
-                turn = None if state is None else turn_for(match_id, state, None, now)
-                if turn is None:
+                state = await self.matches.load(match_id)
+                if state is not None and await self.store.version(match_id) != state.version:
+                    state = await self.matches.reload(match_id)  # moved under another referee
+                    self._moved.pop(match_id, None)
+                if state is None or state.phase == "over":
                     await self.transport.reschedule(key, match_id, None)
+                    self._moved.pop(match_id, None)
+                    continue
+                moved = self._moved.get(match_id)
+                if moved is not None and now - moved < self.watch_ms / 1000:
+                    await self.transport.reschedule(
+                        key, match_id, int(moved * 1000) + self.watch_ms
+                    )
+                    continue
+                self._moved[match_id] = now
+                await self.transport.reschedule(key, match_id, now_ms + self.watch_ms)
+                turn = turn_for(match_id, state, None, now) if moved is not None else None
+                if turn is None:  # an outside seat's turn, or a first look: wait a period
                     continue
                 message = Message(self.keys.turns(p, turn.pool), JSON.encode(turn))
                 await self.transport.publish([message])
-                await self.transport.reschedule(key, match_id, now_ms + self.watch_ms)
                 log.warning(
                     "turn sent again", match_id=match_id, seat=turn.seat, version=turn.version
                 )
@@ -321,9 +340,19 @@ class Referee(GroupWorker):
                     self.matches.forget(match_id)  # nothing was written: read what is stored
                     continue
                 self.matches.stored(match_id, p.decision.state)
+                self._moved_now(match_id, p.decision)
                 self.handled += 1
                 self._log_events(match_id, p.decision.events)
             work.extend(later)
+
+    def _moved_now(self, match_id: str, decision: Decision) -> None:
+        """Remember when a live match last moved (what the watch list compares with)."""
+        if decision.state.phase == "over":
+            self._moved.pop(match_id, None)
+            return
+        if len(self._moved) >= MOVED_KEPT and match_id not in self._moved:
+            self._moved.clear()  # forgotten matches only get one more period on the list
+        self._moved[match_id] = decision.now
 
     async def _park(self, w: Work, error: Exception) -> None:
         """A command that broke the referee (a corrupt log, a bug): dead-letter it, say why,
@@ -341,7 +370,7 @@ class Referee(GroupWorker):
         env = w.envelope
         match_id = env.match_id
         try:
-            partition = self.keys.partition_of(match_id)
+            partition = self._partition(match_id)
         except InvalidMatchId as e:
             await self._reject(w, Rejection(reason="bad_command", rule="-", message=str(e)))
             return None
@@ -370,6 +399,17 @@ class Referee(GroupWorker):
         ack = None if entry is None else Ack(entry.stream, GROUP, entry.id)
         request = append_request(decision, self.keys, partition, ack=ack, watch_ms=self.watch_ms)
         return Pending(w, request, decision)
+
+    def _partition(self, match_id: str) -> int:
+        """The match's partition (InvalidMatchId for a bad id), remembered: it is asked for
+        every command."""
+        partition = self._partitions.get(match_id)
+        if partition is None:
+            partition = self.keys.partition_of(match_id)
+            if len(self._partitions) >= MOVED_KEPT:
+                self._partitions.clear()
+            self._partitions[match_id] = partition
+        return partition
 
     def _decide_against(self, state: MatchState | None, w: Work) -> Decision | Rejection:
         return decide_command(

@@ -34,6 +34,8 @@ MAX_MATCH_ID_LENGTH = 128
 _MATCH_ID = re.compile(rf"[^\s{{}}\x00-\x1f\x7f]{{1,{MAX_MATCH_ID_LENGTH}}}")
 _NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 _SENDER = re.compile(r"[A-Za-z0-9_.:\-]{1,100}")
+_TURNS: dict[tuple[str, int, str], str] = {}  # a few pools, named once per turn: remembered
+_TURNS_KEPT = 4096
 EXTERNAL = "external"
 """The pool of seats played from outside, through the gateway (no turn messages)."""
 
@@ -104,9 +106,17 @@ class Keys:
 
     def turns(self, partition: int, pool: str = EXTERNAL) -> str:
         """The turns stream of one pool of bots in a partition; ValueError for a bad pool."""
+        known = _TURNS.get((self.prefix, partition, pool))
+        if known is not None:
+            return known
         if POOL_NAME.fullmatch(pool) is None:
             raise ValueError(f"invalid bot pool name {pool!r}")
-        return f"{self.prefix}:{self.tag(partition)}:turns:{pool}"
+        if len(_TURNS) >= _TURNS_KEPT:
+            _TURNS.clear()
+        stream = _TURNS[self.prefix, partition, pool] = (
+            f"{self.prefix}:{self.tag(partition)}:turns:{pool}"
+        )
+        return stream
 
     def all_turns(self, pool: str) -> list[str]:
         """The turns streams of one pool in every partition."""

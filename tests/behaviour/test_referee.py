@@ -254,6 +254,38 @@ async def test_a_lost_turn_is_found_on_the_watch_list_and_sent_again(backend: Ba
     assert await backend.store.scheduled(watch) == []  # a finished match leaves the list
 
 
+async def test_a_match_that_keeps_moving_is_never_sent_its_turn_again(backend: Backend) -> None:
+    table = await Table(backend, watch_ms=1_000).start()
+    await table.create("m-1")
+    for _ in range(8):
+        table.clock.advance(0.6)
+        await table.bots.step()
+        await table.referee.step()
+        assert await table.referee.check_watched() == 0
+    turns = await table.turns()
+    assert len({t.version for t in turns}) == len(turns)  # no turn was sent twice
+
+
+async def test_a_referee_new_to_a_watched_match_gives_it_one_more_period(
+    backend: Backend,
+) -> None:
+    """After a restart or a hand-over the referee has not seen the match move: it waits a
+    whole period before sending a turn again."""
+    table = await Table(backend, watch_ms=1_000).start()
+    await table.create("m-1")
+    await table.bots.reader.ack(await table.bots.reader.read())  # the turn is lost
+    await table.referee.leases.release_all()
+    fresh = table.new_referee("r2", watch_ms=1_000)
+    await fresh.prepare()
+    table.clock.advance(1.1)
+    assert await fresh.check_watched() == 0
+    table.clock.advance(0.5)
+    assert await fresh.check_watched() == 0
+    table.clock.advance(0.6)
+    assert await fresh.check_watched() == 1
+    assert len(await table.turns()) == 2
+
+
 async def test_an_outside_seat_gets_no_turn_message(backend: Backend) -> None:
     """Outside players follow the log through the gateway; only house bots get turns."""
     table = await Table(backend).start()
