@@ -6,7 +6,7 @@
     <prefix>:{p<n>}:cmd                 commands for the partition's referee
     <prefix>:{p<n>}:turns:<pool>        turns for one pool of bots (an outbox stream)
     <prefix>:{p<n>}:deadlines           sorted set: match id -> its turn's deadline (ms)
-    <prefix>:{p<n>}:watch               sorted set: match id -> when to check its turn was answered
+    <prefix>:{p<n>}:watch               sorted set: live match id -> when to check it still moves
     <prefix>:{p<n>}:owner               the referee holding the partition (expiring lease)
     <prefix>:{p<n>}:proj:<name>[:...]   a projection's checkpoint and data
     <prefix>:replies:<sender>           rejections back to one sender
@@ -127,8 +127,8 @@ class Keys:
         return f"{self.prefix}:{self.tag(partition)}:deadlines"
 
     def watch(self, partition: int) -> str:
-        """The sorted set of live matches waiting on a house bot: match id -> when to check
-        that its turn was answered (and send it again if it was lost)."""
+        """The sorted set of live matches: match id -> when to check that it still moves (and
+        send its turn again if the turn was lost)."""
         return f"{self.prefix}:{self.tag(partition)}:watch"
 
     def owner(self, partition: int) -> str:
