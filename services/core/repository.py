@@ -3,8 +3,8 @@
 Every reader of match logs — the referee, the projector, the gateway, the demo and
 tournaments — folds matches here, so there is one loop that turns stored events into a state.
 The cache mirrors what is stored: a state is put in it only after the append that made it has
-succeeded, and a match whose append failed, or whose partition this process has just
-acquired, is read afresh.
+succeeded (a writer takes a state out while it decides and appends), and a match whose append
+failed, or whose partition this process has just acquired, is read afresh.
 """
 
 from __future__ import annotations
@@ -66,6 +66,10 @@ class MatchCache:
         """Forget one match."""
         self._states.pop(match_id, None)
 
+    def pop(self, match_id: str) -> MatchState | None:
+        """Forget one match, returning its state if it was cached."""
+        return self._states.pop(match_id, None)
+
     def drop_where(self, forget: Iterable[str]) -> None:
         """Forget several matches."""
         for match_id in forget:
@@ -89,6 +93,16 @@ class MatchRepository:
         if state is not None:
             return state
         return await self.reload(match_id)
+
+    async def take(self, match_id: str, *, fresh: bool = False) -> MatchState | None:
+        """The match's state, handed over: out of the cache, so the caller may evolve it in
+        place; it comes back with :meth:`stored` once its append has succeeded (or
+        unchanged, if nothing was appended). ``fresh`` reads it from the log regardless."""
+        state = None if fresh else self.cache.pop(match_id)
+        if state is None:
+            self.cache.drop(match_id)
+            state = fold(await self.store.read(match_id))
+        return state
 
     async def reload(self, match_id: str) -> MatchState | None:
         """The match's state folded from its log, replacing what the cache held."""

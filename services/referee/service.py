@@ -305,7 +305,7 @@ class Referee(GroupWorker):
                 if isinstance(decided, Work):  # refused against a state not stored yet
                     later.append(decided)
                     continue
-                ahead[decided.decision.match_id] = decided.decision.state
+                ahead[decided.request.match_id] = decided.decision.state
                 pending.append(decided)
             if not pending:
                 work = later
@@ -314,12 +314,13 @@ class Referee(GroupWorker):
                 results = await self.store.append_many([p.request for p in pending])
             except BaseException:
                 for p in pending:  # what was stored is unknown: read it afresh next time
-                    self.matches.forget(p.decision.match_id)
+                    self.matches.forget(p.request.match_id)
                 raise
             work = []
             failed: set[str] = set()
+            moved = self._moved
             for p, result in zip(pending, results, strict=True):
-                match_id = p.decision.match_id
+                match_id = p.request.match_id
                 if isinstance(result, ConcurrencyError) or match_id in failed:
                     failed.add(match_id)
                     self.matches.forget(match_id)
@@ -339,20 +340,17 @@ class Referee(GroupWorker):
                 if result.duplicate:
                     self.matches.forget(match_id)  # nothing was written: read what is stored
                     continue
-                self.matches.stored(match_id, p.decision.state)
-                self._moved_now(match_id, p.decision)
+                decision = p.decision
+                self.matches.stored(match_id, decision.state)
+                if decision.state.phase == "over":  # when each live match last moved
+                    moved.pop(match_id, None)
+                else:
+                    if len(moved) >= MOVED_KEPT and match_id not in moved:
+                        moved.clear()  # forgotten matches only get one more period
+                    moved[match_id] = decision.now
                 self.handled += 1
                 self._log_events(match_id, p.decision.events)
             work.extend(later)
-
-    def _moved_now(self, match_id: str, decision: Decision) -> None:
-        """Remember when a live match last moved (what the watch list compares with)."""
-        if decision.state.phase == "over":
-            self._moved.pop(match_id, None)
-            return
-        if len(self._moved) >= MOVED_KEPT and match_id not in self._moved:
-            self._moved.clear()  # forgotten matches only get one more period on the list
-        self._moved[match_id] = decision.now
 
     async def _park(self, w: Work, error: Exception) -> None:
         """A command that broke the referee (a corrupt log, a bug): dead-letter it, say why,
@@ -375,30 +373,61 @@ class Referee(GroupWorker):
             await self._reject(w, Rejection(reason="bad_command", rule="-", message=str(e)))
             return None
         batched = ahead.get(match_id)
-        state = batched if batched is not None else await self.matches.load(match_id)
-        decision = self._decide_against(state, w)
-        if isinstance(decision, Rejection) and batched is not None:
-            return w  # decided against an append still on its way: decide again after it
-        if isinstance(decision, Rejection) and w.entry is None:
-            return None  # the referee's own timeout: the turn moved on before it fired
-        if isinstance(decision, Rejection):
-            # Refused against what this referee holds: check that with the store first.
-            version, earlier = await asyncio.gather(
-                self.store.version(match_id), self.store.applied(match_id, env.command_id)
-            )
-            if earlier is not None:  # the same command again: it was applied, nothing to say
-                log.debug("duplicate command", match_id=match_id, command_id=env.command_id)
-                return None
-            if version != (0 if state is None else state.version):
-                state = await self.matches.reload(match_id)  # the cache was behind
-                decision = self._decide_against(state, w)
-        if isinstance(decision, Rejection):
-            await self._reject(w, decision)
-            return None
+        if batched is not None:
+            outcome = self._decide_against(batched, w)
+            if isinstance(outcome, Rejection):
+                return w  # decided against an append still on its way: decide again after it
+            decision = outcome
+        else:
+            # Taken out of the repository while it is decided and appended: what is cached
+            # is only ever what is stored.
+            state = await self.matches.take(match_id)
+            outcome = self._decide_against(state, w)
+            if isinstance(outcome, Rejection):
+                rechecked = await self._recheck(w, state, outcome)
+                if rechecked is None:
+                    return None
+                outcome = rechecked
+            decision = outcome
         entry = w.entry
         ack = None if entry is None else Ack(entry.stream, GROUP, entry.id)
         request = append_request(decision, self.keys, partition, ack=ack, watch_ms=self.watch_ms)
         return Pending(w, request, decision)
+
+    async def _recheck(
+        self, w: Work, state: MatchState | None, rejection: Rejection
+    ) -> Decision | None:
+        """A command refused against the state this referee held: check that state with the
+        store before answering. Returns the decision to append when the store was ahead and
+        the command is good after all; None once the command is answered (rejected, or found
+        to be a duplicate, or a stale timeout dropped). The state goes back to the repository
+        unless a decision evolved it."""
+        env = w.envelope
+        match_id = env.match_id
+        if w.entry is None:  # the referee's own timeout: the turn moved on before it fired
+            self._give_back(match_id, state)
+            return None
+        version, earlier = await asyncio.gather(
+            self.store.version(match_id), self.store.applied(match_id, env.command_id)
+        )
+        if earlier is not None:  # the same command again: it was applied, nothing to say
+            self._give_back(match_id, state)
+            log.debug("duplicate command", match_id=match_id, command_id=env.command_id)
+            return None
+        if version != (0 if state is None else state.version):  # the cache was behind
+            state = await self.matches.take(match_id, fresh=True)
+            again = self._decide_against(state, w)
+            if not isinstance(again, Rejection):
+                return again
+            rejection = again
+        self._give_back(match_id, state)
+        await self._reject(w, rejection)
+        return None
+
+    def _give_back(self, match_id: str, state: MatchState | None) -> None:
+        """Return an unchanged state to the repository (the store holds it)."""
+        if state is not None:
+            self.matches.stored(match_id, state)
 
     def _partition(self, match_id: str) -> int:
         """The match's partition (InvalidMatchId for a bad id), remembered: it is asked for
@@ -419,6 +448,7 @@ class Referee(GroupWorker):
             rng=self.rng,
             arrived=w.arrived,
             from_stream=w.entry is not None,
+            owned=True,  # taken out of the repository, or this batch's own
         )
 
     async def _reject(self, w: Work, rejection: Rejection) -> None:

@@ -203,6 +203,7 @@ async def test_a_match_whose_append_failed_is_read_again_and_goes_on(backend: Ba
     with pytest.raises(ConnectionError):
         await table.referee.step()
     assert (await table.state("m-1")).version == turn.version  # nothing was stored
+    assert "m-1" not in table.referee.matches.cache.ids()  # nor cached
     claimed = await table.referee.reader.claim(0)  # the command stayed pending
     assert len(claimed) == 1
     await table.referee.handle(claimed)

@@ -1,0 +1,111 @@
+"""The referee's decision as a pure function: state and command in, the append's content out."""
+
+from __future__ import annotations
+
+import random
+
+import msgspec
+import pytest
+
+from engine.rules import Rules
+from engine.state import MatchState
+from engine.views import view_for
+from events.codec import JSON
+from events.envelope import CommandEnvelope
+from events.model import CreateMatch, DealRound, PlayTile, Rejection, TimeOutTurn
+from services.core.decision import Decision, append_request, decide_command
+from services.store.keys import Keys
+
+pytestmark = pytest.mark.behaviour
+
+
+def created(deadline_ms: int = 0, seats: tuple[str | None, ...] = ("greedy", "random")) -> Decision:
+    """A new two-player Straight match, dealt."""
+    create = CreateMatch(
+        rules=Rules.make("straight", players=2),
+        players=("a", "b"),
+        bots=seats,
+        deadline_ms=deadline_ms,
+    )
+    envelope = CommandEnvelope(match_id="m-1", command_id="create", command=create)
+    decision = decide_command(None, envelope, now=100.0, rng=random.Random(5))
+    assert isinstance(decision, Decision)
+    return decision
+
+
+def snapshot(state: MatchState) -> bytes:
+    """Everything a seat and a spectator may see of the state, plus its version."""
+    views = [view_for(state, seat) for seat in range(state.rules.players)]
+    return msgspec.json.encode([state.version, views, sorted(map(sorted, state.hands))])
+
+
+def test_a_decision_leaves_the_state_it_was_given_as_it_was() -> None:
+    state = created().state
+    before = snapshot(state)
+    move = view_for(state, state.turn).legal[0]
+    envelope = CommandEnvelope(match_id="m-1", command_id="move", command=move)
+    decision = decide_command(state, envelope, now=101.0, rng=random.Random(1))
+    assert isinstance(decision, Decision)
+    assert decision.state.version == state.version + len(decision.events)
+    assert snapshot(state) == before
+
+
+def test_the_same_state_command_clock_and_shuffle_give_the_same_decision() -> None:
+    """S1: the shuffle is handed in, so a decision can be made again exactly."""
+    first, again = created(), created()
+    assert first.events == again.events
+    assert JSON.encode(first.turn) == JSON.encode(again.turn)
+
+
+def test_a_new_match_is_dealt_and_its_first_turn_and_deadline_are_decided() -> None:
+    decision = created(deadline_ms=4_000)
+    assert [e.__struct_config__.tag for e in decision.events] == ["match_created", "round_started"]
+    assert decision.deadline == 104.0
+    assert decision.turn is not None and decision.turn.seat == decision.state.turn
+    assert decision.turn.view.hand == tuple(sorted(decision.state.hands[decision.state.turn]))
+
+
+def test_an_outside_seat_to_play_gets_no_turn_message() -> None:
+    decision = created(seats=(None, None))
+    assert decision.turn is None
+
+
+def test_deals_and_timeouts_from_outside_are_refused_and_from_inside_decided() -> None:
+    state = created().state
+    for command in (
+        DealRound(order=((0, 0),)),
+        TimeOutTurn(seat=state.turn, version=state.version),
+    ):
+        envelope = CommandEnvelope(match_id="m-1", command_id="x", command=command)
+        refused = decide_command(state, envelope, now=1.0, rng=random.Random(1))
+        assert isinstance(refused, Rejection) and refused.reason == "bad_command"
+    timeout = CommandEnvelope(
+        match_id="m-1", command_id="t", command=TimeOutTurn(seat=state.turn, version=state.version)
+    )
+    decided = decide_command(state, timeout, now=1.0, rng=random.Random(1), from_stream=False)
+    assert isinstance(decided, Decision)
+    assert decided.events[0].__struct_config__.tag == "turn_timed_out"
+
+
+def test_an_illegal_move_is_a_rejection_naming_its_rule() -> None:
+    state = created().state
+    other = 1 - state.turn
+    envelope = CommandEnvelope(
+        match_id="m-1", command_id="x", command=PlayTile(seat=other, tile=(6, 6))
+    )
+    refused = decide_command(state, envelope, now=1.0, rng=random.Random(1))
+    assert isinstance(refused, Rejection) and refused.rule != ""
+
+
+def test_the_append_stores_the_events_the_turn_the_deadline_and_the_watch_in_one_request() -> None:
+    keys = Keys("dom", 8)
+    partition = keys.partition_of("m-1")
+    decision = created(deadline_ms=4_000)
+    request = append_request(decision, keys, partition, watch_ms=10_000)
+    assert request.expected_version == 0
+    assert [JSON.decode_envelope(e.data).version for e in request.events] == [1, 2]
+    assert [o.stream for o in request.outbox] == [keys.turns(partition, "greedy")]
+    assert {(s.key, s.at_ms) for s in request.schedule} == {
+        (keys.deadlines(partition), 104_000),
+        (keys.watch(partition), 110_000),
+    }
