@@ -20,7 +20,6 @@ from events.envelope import CommandEnvelope
 from events.wire import TurnMessage
 from services.config import Settings
 from services.core.worker import GroupWorker
-from services.store.base import Ack
 from services.transport.base import Entry, Message, Transport
 
 log = structlog.get_logger()
@@ -80,7 +79,7 @@ class BotWorker(GroupWorker):
             return
         now = time.time()
         answers: list[Message] = []
-        done: list[Ack] = []
+        done: list[Entry] = []
         for entry in entries:
             try:
                 turn = JSON.decode_turn(entry.data or b"")
@@ -108,7 +107,7 @@ class BotWorker(GroupWorker):
             )
             commands = self.keys.commands(self.keys.partition_of(turn.match_id))
             answers.append(Message(commands, JSON.encode(envelope)))
-            done.append(Ack(entry.stream, self.reader.group, entry.id))
+            done.append(entry)
             log.debug("move", match_id=turn.match_id, seat=turn.seat, version=turn.version)
             self.moves += 1
-        await self.transport.publish(answers, done)
+        await self.reader.answer(answers, done)

@@ -104,7 +104,6 @@ class Referee(GroupWorker):
         self.watch_ms = watch_ms
         self.matches = MatchRepository(store)
         self._moved: dict[str, float] = {}  # match id -> when this referee last moved it
-        self._partitions: dict[str, int] = {}
         self.leases = PartitionLeases(
             transport.leases(), self.keys.partitions, name, settings.lease_ms
         )
@@ -178,9 +177,10 @@ class Referee(GroupWorker):
         """Time out every turn whose deadline has passed (TimeOutTurn); return how many."""
         now = self.clock()
         work: list[Work] = []
-        for p in self.owned:
-            key = self.keys.deadlines(p)
-            for match_id in await self.transport.due(key, int(now * 1000), 200):
+        keys = [self.keys.deadlines(p) for p in self.owned]
+        found = await self.transport.due(keys, int(now * 1000), 200)
+        for key, due in zip(keys, found, strict=True):
+            for match_id in due:
                 state = await self.matches.load(match_id)
                 if state is None or state.phase != "playing":
                     await self.transport.reschedule(key, match_id, None)
@@ -202,9 +202,11 @@ class Referee(GroupWorker):
         now = self.clock()
         now_ms = int(now * 1000)
         sent = 0
-        for p in self.owned:
-            key = self.keys.watch(p)
-            for match_id in await self.transport.due(key, now_ms, 200):
+        owned = list(self.owned)
+        keys = [self.keys.watch(p) for p in owned]
+        found = await self.transport.due(keys, now_ms, 200)
+        for p, key, due in zip(owned, keys, found, strict=True):
+            for match_id in due:
                 state = await self.matches.load(match_id)
                 if state is not None and await self.store.version(match_id) != state.version:
                     state = await self.matches.reload(match_id)  # moved under another referee
@@ -368,7 +370,7 @@ class Referee(GroupWorker):
         env = w.envelope
         match_id = env.match_id
         try:
-            partition = self._partition(match_id)
+            partition = self.keys.partition_of(match_id)
         except InvalidMatchId as e:
             await self._reject(w, Rejection(reason="bad_command", rule="-", message=str(e)))
             return None
@@ -428,17 +430,6 @@ class Referee(GroupWorker):
         """Return an unchanged state to the repository (the store holds it)."""
         if state is not None:
             self.matches.stored(match_id, state)
-
-    def _partition(self, match_id: str) -> int:
-        """The match's partition (InvalidMatchId for a bad id), remembered: it is asked for
-        every command."""
-        partition = self._partitions.get(match_id)
-        if partition is None:
-            partition = self.keys.partition_of(match_id)
-            if len(self._partitions) >= MOVED_KEPT:
-                self._partitions.clear()
-            self._partitions[match_id] = partition
-        return partition
 
     def _decide_against(self, state: MatchState | None, w: Work) -> Decision | Rejection:
         return decide_command(

@@ -34,7 +34,10 @@ MAX_MATCH_ID_LENGTH = 128
 _MATCH_ID = re.compile(rf"[^\s{{}}\x00-\x1f\x7f]{{1,{MAX_MATCH_ID_LENGTH}}}")
 _NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 _SENDER = re.compile(r"[A-Za-z0-9_.:\-]{1,100}")
-_TURNS: dict[tuple[str, int, str], str] = {}  # a few pools, named once per turn: remembered
+# Every command and turn asks for its match's partition and its pool's stream: remembered.
+_PARTITIONS: dict[tuple[str, int], int] = {}
+_PARTITIONS_KEPT = 100_000
+_TURNS: dict[tuple[str, int, str], str] = {}
 _TURNS_KEPT = 4096
 EXTERNAL = "external"
 """The pool of seats played from outside, through the gateway (no turn messages)."""
@@ -80,8 +83,14 @@ class Keys:
 
     def partition_of(self, match_id: str) -> int:
         """The partition of a match; raises InvalidMatchId for an invalid id."""
+        known = _PARTITIONS.get((match_id, self.partitions))
+        if known is not None:
+            return known
         validate_match_id(match_id)
-        return partition_of(match_id, self.partitions)
+        if len(_PARTITIONS) >= _PARTITIONS_KEPT:
+            _PARTITIONS.clear()
+        partition = _PARTITIONS[match_id, self.partitions] = partition_of(match_id, self.partitions)
+        return partition
 
     def check_partition(self, partition: int) -> None:
         """Raise ValueError unless `partition` is one of this layout's partitions."""

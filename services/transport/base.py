@@ -14,7 +14,6 @@ import abc
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from services.store.base import Ack
 from services.store.keys import Keys
 
 DATA = b"__data__"
@@ -69,6 +68,11 @@ class Consumer(abc.ABC):
     async def dead_letter(self, entry: Entry, reason: str) -> None:
         """Park an entry that cannot be processed, acknowledge it, and say why in the log."""
 
+    @abc.abstractmethod
+    async def answer(self, messages: Sequence[Message], done: Sequence[Entry]) -> None:
+        """Add ``messages`` and acknowledge ``done`` in one round trip (not atomically: a crash
+        in between means an entry answered again, so receivers must be idempotent)."""
+
 
 class LeaseTable(abc.ABC):
     """Expiring partition leases and the heartbeats of the processes that hold them."""
@@ -113,17 +117,17 @@ class Transport(abc.ABC):
         """A consumer ``name`` of ``group`` over ``streams``."""
 
     @abc.abstractmethod
-    async def publish(self, messages: Sequence[Message], acks: Sequence[Ack] = ()) -> None:
-        """Add ``messages`` and make ``acks`` in one round trip (not atomically: a crash in
-        between means a message sent again, so receivers must be idempotent)."""
+    async def publish(self, messages: Sequence[Message]) -> None:
+        """Add ``messages`` to their streams, in one round trip."""
 
     @abc.abstractmethod
     async def reply(self, stream: str, payload: bytes) -> None:
         """Add a reply to a sender's reply stream, which keeps only its latest entries."""
 
     @abc.abstractmethod
-    async def due(self, key: str, now_ms: int, count: int) -> list[str]:
-        """Members of a schedule whose time is at or before ``now_ms``, soonest first."""
+    async def due(self, keys: Sequence[str], now_ms: int, count: int) -> list[list[str]]:
+        """For each schedule, up to ``count`` members whose time is at or before ``now_ms``,
+        soonest first (one round trip for all of them)."""
 
     @abc.abstractmethod
     async def reschedule(self, key: str, member: str, at_ms: int | None) -> None:

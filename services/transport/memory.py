@@ -12,7 +12,6 @@ from collections.abc import Callable, Sequence
 
 import structlog
 
-from services.store.base import Ack
 from services.store.memory import MemoryEventStore, MemoryStreams
 from services.transport.base import DATA, Consumer, Entry, LeaseTable, Message, Transport
 
@@ -87,6 +86,13 @@ class MemoryConsumer(Consumer):
                 else:
                     claimed.append(entry)
         return claimed
+
+    async def answer(self, messages: Sequence[Message], done: Sequence[Entry]) -> None:
+        """Add ``messages`` and acknowledge ``done``."""
+        for message in messages:
+            self.memory.add(message.stream, {DATA: message.payload})
+        for entry in done:
+            self.memory.ack(entry.stream, self.group, entry.id)
 
     async def dead_letter(self, entry: Entry, reason: str) -> None:
         """Park an entry on the dead-letter stream, acknowledge it, and log why."""
@@ -196,22 +202,23 @@ class MemoryTransport(Transport):
             max_deliveries=max_deliveries,
         )
 
-    async def publish(self, messages: Sequence[Message], acks: Sequence[Ack] = ()) -> None:
-        """Add ``messages`` and make ``acks``."""
+    async def publish(self, messages: Sequence[Message]) -> None:
+        """Add ``messages``."""
         for message in messages:
             self.memory.add(message.stream, {DATA: message.payload})
-        for ack in acks:
-            self.memory.ack(ack.stream, ack.group, ack.id)
 
     async def reply(self, stream: str, payload: bytes) -> None:
         """Add a reply, keeping the stream's latest entries."""
         self.memory.add(stream, {DATA: payload}, maxlen=REPLIES_KEPT)
 
-    async def due(self, key: str, now_ms: int, count: int) -> list[str]:
-        """Members of a schedule whose time is at or before ``now_ms``, soonest first."""
-        times = self.memory.schedules.get(key, {})
-        ready = sorted((at, member) for member, at in times.items() if at <= now_ms)
-        return [member for _, member in ready[:count]]
+    async def due(self, keys: Sequence[str], now_ms: int, count: int) -> list[list[str]]:
+        """For each schedule, the members due by ``now_ms``, soonest first."""
+        out: list[list[str]] = []
+        for key in keys:
+            times = self.memory.schedules.get(key, {})
+            ready = sorted((at, member) for member, at in times.items() if at <= now_ms)
+            out.append([member for _, member in ready[:count]])
+        return out
 
     async def reschedule(self, key: str, member: str, at_ms: int | None) -> None:
         """Set a member's time in a schedule, or remove it."""

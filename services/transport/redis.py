@@ -20,7 +20,6 @@ from redis.exceptions import ResponseError
 
 from services.redis.connection import Client
 from services.redis.lua import LuaScript
-from services.store.base import Ack
 from services.store.keys import Keys
 from services.transport.base import DATA, Consumer, Entry, LeaseTable, Message, Transport
 
@@ -92,6 +91,20 @@ class RedisConsumer(Consumer):
         if not by_stream:
             return
         pipe = self.redis.pipeline(transaction=False)
+        for stream, ids in by_stream.items():
+            pipe.xack(stream, self.group, *ids)
+        await pipe.execute()
+
+    async def answer(self, messages: Sequence[Message], done: Sequence[Entry]) -> None:
+        """Add ``messages`` and acknowledge ``done`` in one pipelined round trip."""
+        if not messages and not done:
+            return
+        pipe = self.redis.pipeline(transaction=False)
+        for message in messages:
+            pipe.xadd(message.stream, {DATA: message.payload})
+        by_stream: dict[str, list[bytes]] = {}
+        for entry in done:
+            by_stream.setdefault(entry.stream, []).append(entry.id)
         for stream, ids in by_stream.items():
             pipe.xack(stream, self.group, *ids)
         await pipe.execute()
@@ -256,28 +269,28 @@ class RedisTransport(Transport):
             max_deliveries=max_deliveries,
         )
 
-    async def publish(self, messages: Sequence[Message], acks: Sequence[Ack] = ()) -> None:
-        """Add ``messages`` and make ``acks`` in one pipelined round trip."""
-        if not messages and not acks:
+    async def publish(self, messages: Sequence[Message]) -> None:
+        """Add ``messages`` in one pipelined round trip."""
+        if not messages:
             return
         pipe = self.redis.pipeline(transaction=False)
         for message in messages:
             pipe.xadd(message.stream, {DATA: message.payload})
-        by_stream: dict[tuple[str, str], list[str]] = {}
-        for ack in acks:
-            by_stream.setdefault((ack.stream, ack.group), []).append(ack.id)
-        for (stream, group), ids in by_stream.items():
-            pipe.xack(stream, group, *ids)
         await pipe.execute()
 
     async def reply(self, stream: str, payload: bytes) -> None:
         """Add a reply to a sender's reply stream, which keeps only its latest entries."""
         await self.redis.xadd(stream, {DATA: payload}, maxlen=REPLIES_KEPT)
 
-    async def due(self, key: str, now_ms: int, count: int) -> list[str]:
-        """Members of a schedule whose time is at or before ``now_ms``, soonest first."""
-        raw = await self.redis.zrangebyscore(key, 0, now_ms, start=0, num=count)
-        return [m.decode() if isinstance(m, bytes) else str(m) for m in raw]
+    async def due(self, keys: Sequence[str], now_ms: int, count: int) -> list[list[str]]:
+        """For each schedule, the members due by ``now_ms``, soonest first; one pipeline."""
+        if not keys:
+            return []
+        pipe = self.redis.pipeline(transaction=False)
+        for key in keys:
+            pipe.zrangebyscore(key, 0, now_ms, start=0, num=count)
+        replies = await pipe.execute()
+        return [[m.decode() if isinstance(m, bytes) else str(m) for m in raw] for raw in replies]
 
     async def reschedule(self, key: str, member: str, at_ms: int | None) -> None:
         """Set a member's time in a schedule, or remove it (``at_ms`` None)."""

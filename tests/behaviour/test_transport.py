@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from services.core.leases import PartitionLeases
-from services.store import Ack
 from services.transport.base import Message
 from tests.support.backends import Backend
 
@@ -61,7 +60,7 @@ async def test_an_entry_that_keeps_failing_is_dead_lettered_with_the_reason(
     assert await other.read(pending=True) == []
 
 
-async def test_publish_sends_messages_and_makes_acknowledgements_together(
+async def test_an_answer_sends_messages_and_acknowledges_what_it_answers_together(
     backend: Backend,
 ) -> None:
     keys = backend.store.keys
@@ -70,9 +69,7 @@ async def test_publish_sends_messages_and_makes_acknowledgements_together(
     await bot.start()
     await backend.transport.publish([Message(turns, b"turn")])
     [entry] = await bot.read()
-    await backend.transport.publish(
-        [Message(commands, b"answer")], [Ack(entry.stream, bot.group, entry.id)]
-    )
+    await bot.answer([Message(commands, b"answer")], [entry])
     assert [e.fields[b"__data__"] for e in await backend.store.read_stream(commands)] == [b"answer"]
     assert await bot.read(pending=True) == []
 
@@ -82,10 +79,12 @@ async def test_a_schedule_gives_its_due_members_soonest_first(backend: Backend) 
     await transport.reschedule(key, "late", 300)
     await transport.reschedule(key, "early", 100)
     await transport.reschedule(key, "future", 900)
-    assert await transport.due(key, 500, 10) == ["early", "late"]
-    assert await transport.due(key, 500, 1) == ["early"]
+    other = backend.store.keys.deadlines(3)
+    await transport.reschedule(other, "elsewhere", 200)
+    assert await transport.due([key, other], 500, 10) == [["early", "late"], ["elsewhere"]]
+    assert await transport.due([key], 500, 1) == [["early"]]
     await transport.reschedule(key, "early", None)
-    assert await transport.due(key, 500, 10) == ["late"]
+    assert await transport.due([key], 500, 10) == [["late"]]
 
 
 async def test_referees_share_the_partitions_and_a_departed_ones_are_taken(
