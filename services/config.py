@@ -162,6 +162,13 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         int,
         Var("DOMINO_LEASE_MS", "a referee's hold on its partitions lasts this long unrenewed"),
     ] = 10000
+    watch_ms: Annotated[
+        int,
+        Var(
+            "DOMINO_WATCH_MS",
+            "a live match that has not moved this long is checked, and its turn sent again",
+        ),
+    ] = 10000
     search_budget_ms: Annotated[
         float, Var("DOMINO_SEARCH_BUDGET_MS", "thinking time per move of the `search` bots")
     ] = DEFAULT_BUDGET_MS
@@ -178,6 +185,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             raise ConfigError(
                 "DOMINO_PARTITIONS, DOMINO_BATCH and DOMINO_MAX_DELIVERIES must be ≥ 1"
             )
+        if settings.watch_ms < 100:
+            raise ConfigError("DOMINO_WATCH_MS must be at least 100 (a tenth of a second)")
         return settings
 
 

@@ -52,8 +52,6 @@ from services.transport.base import Entry, Message, Transport
 
 log = structlog.get_logger()
 GROUP = "referee"
-WATCH_MS = 10_000
-"""A live match that has not moved this long is checked, and its turn sent again."""
 MOVED_KEPT = 100_000
 """At most this many live matches' last moves are remembered."""
 
@@ -91,7 +89,7 @@ class Referee(GroupWorker):
         *,
         rng: random.Random | None = None,
         clock: Callable[[], float] = time.time,
-        watch_ms: int = WATCH_MS,
+        watch_ms: int | None = None,
     ) -> None:
         super().__init__()
         self.settings = settings
@@ -101,7 +99,7 @@ class Referee(GroupWorker):
         self.name = name
         self.rng = rng or random.SystemRandom()
         self.clock = clock
-        self.watch_ms = watch_ms
+        self.watch_ms = settings.watch_ms if watch_ms is None else watch_ms
         self.matches = MatchRepository(store)
         self._moved: dict[str, float] = {}  # match id -> when this referee last moved it
         self.leases = PartitionLeases(

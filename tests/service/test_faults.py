@@ -1,0 +1,116 @@
+"""Faults under a running stack: the matches must all finish, cleanly, by themselves."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from engine.rules import Rules
+from services.cli.supervisor import Stack
+from services.config import Settings
+from services.redis.servers import server_binary
+from tests.service.conftest import read_log, wait_until_over
+from tests.service.test_hosted_matches import assert_clean, create
+
+pytestmark = pytest.mark.service
+
+
+class RestartableRedis:
+    """A redis-server on a fixed port and data dir, with an append-only file, that a test may
+    kill (SIGKILL) and start again on the same files."""
+
+    def __init__(self, directory: Path) -> None:
+        binary = server_binary()
+        if binary is None:
+            pytest.fail("no redis-server binary (run make install)")
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.args = [
+            binary,
+            "--port", str(self.port),
+            "--bind", "127.0.0.1",
+            "--dir", str(directory),
+            "--appendonly", "yes",
+            "--appendfsync", "everysec",
+            "--save", "",
+            "--logfile", str(directory / "redis.log"),
+        ]  # fmt: skip
+        self.url = f"redis://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        """Start the server and wait until it answers (its AOF loaded)."""
+        self.process = subprocess.Popen(self.args, stdout=subprocess.DEVNULL)
+        deadline = time.monotonic() + 20
+        while True:
+            with contextlib.suppress(redis.RedisError), redis.Redis.from_url(self.url) as client:
+                if client.ping():
+                    return
+            if time.monotonic() > deadline:
+                pytest.fail("redis-server did not come back")
+            time.sleep(0.05)
+
+    def kill(self) -> None:
+        """SIGKILL: whatever was not yet in the append-only file is lost."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+
+
+@pytest.fixture
+def restartable(tmp_path: Path) -> Iterator[RestartableRedis]:
+    """A Redis of this test's own, stopped at the end."""
+    server = RestartableRedis(tmp_path)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.kill()
+
+
+def test_every_match_finishes_after_redis_is_killed_and_restarted_under_the_services(
+    restartable: RestartableRedis, key_prefix: str
+) -> None:
+    """The services stay up while Redis dies (SIGKILL, the last second of writes lost) and
+    comes back: they reconnect, reload what they had cached, send again the turns that were
+    lost, and every match ends with a log that passes the rules check."""
+    settings = Settings(
+        redis_url=restartable.url,
+        prefix=key_prefix,
+        partitions=4,
+        claim_idle_ms=600,
+        lease_ms=1500,
+        watch_ms=1000,
+        log_level="warning",
+    )
+    specs: list[tuple[Rules, list[str | None]]] = [
+        (Rules.make("express", players=2, target=500), ["greedy", "random"]),
+        (Rules.make("straight", players=2, target=500), ["random", "greedy"]),
+    ] * 20
+    with Stack(restartable.url, settings, pools={"random": 1, "greedy": 1}, projector=False):
+        ids = create(restartable.url, settings, specs)
+        deadline = time.monotonic() + 30
+        while True:  # the services are up and playing every match
+            logs = [asyncio.run(read_log(restartable.url, settings, m)) for m in ids]
+            if all(len(log) > 3 for log in logs):
+                break
+            assert time.monotonic() < deadline, "the matches did not start"
+            time.sleep(0.05)
+        over = sum(log[-1].event.__struct_config__.tag == "match_ended" for log in logs)
+        assert over < len(ids) // 2  # most matches are mid-play when Redis dies
+        restartable.kill()
+        time.sleep(0.5)
+        restartable.start()
+        logs = wait_until_over(restartable.url, settings, ids, timeout=90)
+    assert len(logs) == len(ids)
+    for log in logs.values():
+        assert_clean(log)
