@@ -119,6 +119,8 @@ def test_no_view_ever_shows_a_tile_held_by_another_seat_or_the_stock(
                     for s, hand in enumerate(event.hands):
                         assert hand is None or s == seat
                         seen |= set(hand or ())
+                    if event.forced_lead is not None:  # E2's lead: a tile of the leader's hand
+                        seen.add(event.forced_lead)
                 elif isinstance(event, TileDrawn):
                     assert event.tile is None or event.seat == seat
                     if event.tile is not None:

@@ -289,6 +289,20 @@ def test_a_seat_sees_its_own_hand_the_table_and_only_sizes_of_the_rest() -> None
     assert public.hands == (None, None)
 
 
+def test_the_first_rounds_forced_lead_is_shown_to_the_leader_alone_until_it_is_played() -> None:
+    """E2 and C8: the deal decides that the holder of 6-6 leads it, but until the lead is on
+    the table that tile is in a hand nobody else may see: only the leader's copy of the deal
+    names it."""
+    table = Table("express", players=4)
+    started = table.deal_canonical()  # seat 3 holds 3-6 … 6-6
+    assert (started.leader, started.forced_lead) == (3, (6, 6))
+    for seat in (None, 0, 1, 2):
+        seen = redact(started, seat)
+        assert isinstance(seen, RoundStarted) and seen.forced_lead is None
+    own = redact(started, 3)
+    assert isinstance(own, RoundStarted) and own.forced_lead == (6, 6)
+
+
 @pytest.mark.parametrize("reveal_stock", [False, True])
 def test_when_the_round_ends_every_hand_is_shown_and_the_stock_only_by_option(
     reveal_stock: bool,
