@@ -372,7 +372,7 @@ class Gateway:
             raw = request.header(b"last-event-id")
         if raw is None or raw == "":
             return None
-        if not raw.isdigit() or len(raw) > 12:
+        if not (raw.isascii() and raw.isdigit()) or len(raw) > 12:  # "²" is a digit to isdigit
             raise ApiError(400, "bad_resume", "after / Last-Event-ID is an event id: 0, 1, 2, ...")
         return int(raw)
 

@@ -109,7 +109,7 @@ class Request:
         """The whole body; raise ApiError 413 past ``limit`` bytes without reading it all."""
         declared = self.header(b"content-length")
         if declared is not None:
-            if not declared.isdigit():
+            if not (declared.isascii() and declared.isdigit()):  # "²" is a digit to isdigit
                 raise ApiError(400, "bad_request", "Content-Length is not a number")
             if int(declared) > limit:
                 raise _too_large(limit)

@@ -284,3 +284,12 @@ def test_lobby_mistakes_get_typed_errors(gateways: Gateways) -> None:
         "taken",
     ]
     assert "token" not in str(info)
+
+
+def test_numbers_written_with_other_digits_are_refused_not_a_500(table: Table) -> None:
+    """Found by a hostile client: "²" passes str.isdigit() but not int(). A resume point in
+    superscript or Arabic-Indic digits is a 400 like any other bad one."""
+    stream = f"/api/v1/matches/{table.match_id}/stream"
+    for raw in ("%C2%B2", "%D9%A3"):  # ², ٣
+        error(table.http.get(f"{stream}?after={raw}"), 400, "bad_resume")
+    error(table.http.get(stream, headers={"last-event-id": b"\xb2"}), 400, "bad_resume")
