@@ -27,7 +27,7 @@ from services.cli import jsonl
 from services.cli.args import CliError, rules_args, rules_from
 from services.cli.clients import service_client
 from services.cli.demo import play_demo, report
-from services.cli.render import describe, score_line
+from services.cli.render import describe, score_line, shown
 from services.cli.settings import cmd_settings
 from services.cli.supervisor import Stack
 from services.config import ConfigError, Settings
@@ -401,7 +401,7 @@ def cmd_results(args: argparse.Namespace) -> int:
         print(f"{'player':<20} {'played':>6} {'won':>5} {'for':>7} {'against':>8}")
         for name, r in sorted(rows.items(), key=lambda kv: -kv[1].get("won", 0)):
             print(
-                f"{name:<20} {r.get('played', 0):>6} {r.get('won', 0):>5} "
+                f"{shown(name):<20} {r.get('played', 0):>6} {r.get('won', 0):>5} "
                 f"{r.get('points_for', 0):>7} {r.get('points_against', 0):>8}"
             )
         return 0

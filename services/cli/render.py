@@ -39,6 +39,16 @@ def tiles(hand: tuple[Tile, ...] | list[Tile]) -> str:
     return " ".join(format_tile(t) for t in hand) or "-"
 
 
+def shown(name: str) -> str:
+    """A name chosen by a player, safe to print on a terminal: control, format and separator
+    characters (an escape sequence, a bell, a right-to-left override) appear as ``\\x1b``,
+    ``\\u202e`` … instead of acting. Use ``rich.text.Text(shown(name))`` in a rich table, so
+    ``[/]`` is not read as markup."""
+    if name.isprintable():
+        return name
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in name)
+
+
 def side_name(state: MatchState, side: int) -> str:
     """'pair 0+2' with partners, else 'seat 3'."""
     if state.rules.partners:
@@ -63,7 +73,7 @@ def describe(state: MatchState, event: AnyEvent) -> list[str]:
     rules = state.rules
     if isinstance(event, MatchCreated):
         pairs = ", in pairs" if rules.partners else ""
-        seats = ", ".join(f"{i}: {p}" for i, p in enumerate(event.players))
+        seats = ", ".join(f"{i}: {shown(p)}" for i, p in enumerate(event.players))
         return [
             f"{rules.family.title()}, {rules.players} players{pairs}, double-{rules.top}, "
             f"to {rules.target} points. Seats: {seats}"
@@ -71,8 +81,8 @@ def describe(state: MatchState, event: AnyEvent) -> list[str]:
     if isinstance(event, RoundStarted):
         lines = [f"Round {event.round}: seat {event.leader} leads"]
         for seat, hand in enumerate(event.hands):
-            shown = tiles(hand) if hand is not None else f"{event.hand_sizes[seat]} tiles"
-            lines.append(f"  seat {seat} holds {shown}")
+            held = tiles(hand) if hand is not None else f"{event.hand_sizes[seat]} tiles"
+            lines.append(f"  seat {seat} holds {held}")
         if event.stock is not None and event.stock:
             lines.append(f"  stock {tiles(event.stock)}")
         elif event.stock_size:

@@ -13,21 +13,23 @@ import argparse
 import asyncio
 import os
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from engine.rules import Rules
 from engine.strategy import STRATEGIES
 from services.cli.args import CliError, rules_args, rules_from
 from services.cli.clients import open_clients, service_client
-from services.cli.render import series_progress
+from services.cli.render import series_progress, shown
 from services.cli.supervisor import Stack
 from services.cli.tournament import Played, play_matches, seatings, standings
 from services.config import ConfigError, Settings
-from services.projections.ratings import RatingsProjector, ratings_table
+from services.projections.ratings import Rating, RatingsProjector, ratings_table
 from services.redis.embedded import embedded_data_dir, redis_url
 from services.store.projection import RedisCheckpoints
 
@@ -190,6 +192,12 @@ async def _ratings(
         projector = RatingsProjector(store, checkpoints)
         await (projector.rebuild() if rebuild else projector.catch_up())
         rows = await ratings_table(redis, projector)
+    print_ratings(console, rows, family)
+
+
+def print_ratings(console: Console, rows: Sequence[Rating], family: str | None = None) -> None:
+    """One ratings table per game (``family`` alone if given); names shown as typed, never
+    read as markup or control sequences."""
     families = sorted({r.family for r in rows if family in (None, r.family)})
     if not families:
         console.print("no finished matches to rate yet")
@@ -200,7 +208,7 @@ async def _ratings(
         for r in rows:
             if r.family == game:
                 table.add_row(
-                    r.name,
+                    Text(shown(r.name)),
                     f"{r.ordinal:.2f}",
                     f"{r.mu:.2f}",
                     f"{r.sigma:.2f}",
