@@ -385,7 +385,7 @@ def cmd_matches(args: argparse.Namespace) -> int:
             scores = "-".join(str(x) for x in summary.scores)
             print(
                 f"{summary.match_id}  {summary.status:<8} {summary.family:<8} "
-                f"round {summary.round:<3} {scores:<12} {', '.join(summary.players)}"
+                f"round {summary.round:<3} {scores:<12} {', '.join(map(shown, summary.players))}"
             )
         return 0
 
