@@ -65,7 +65,8 @@ class BotWorker(GroupWorker):
 
     async def run(self) -> None:
         """Answer turns until ``stop()``."""
-        await self.reader.start()
+        if not await self.until_done("starting the bot worker", self.reader.start):
+            return
         log.info("bot worker started", pool=self.pool, strategy=self.strategy.name)
         try:
             await self.serve()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -45,9 +46,31 @@ class GroupWorker:
         """Whether ``stop()`` was called."""
         return self._stopping.is_set()
 
+    async def until_done(self, what: str, action: Callable[[], Coroutine[Any, Any, None]]) -> bool:
+        """Run ``action`` until it succeeds, retrying with a growing pause (to 2 s) while it
+        fails — Redis away, say — or until ``stop()``; return whether it succeeded."""
+        pause = 0.1
+        while not self.stopping:
+            try:
+                await action()
+                return True
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                log.warning(f"{what} failed; trying again", error=str(e), retry_in_s=pause)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), pause)
+                pause = min(pause * 2, 2.0)
+        return False
+
+    async def _own_pending(self) -> None:
+        await self.handle(await self.reader.read(pending=True))
+
     async def serve(self, *periodic: Callable[[], Coroutine[Any, Any, None]]) -> None:
         """Run the read and reclaim loops and ``periodic`` tasks until ``stop()``."""
-        await self.handle(await self.reader.read(pending=True))  # our own, after a crash
+        # our own pending entries first, after a crash
+        if not await self.until_done(f"reading our pending {self.what}", self._own_pending):
+            return
         loops = [self._read_loop(), self._reclaim_loop(), *(task() for task in periodic)]
         tasks: list[asyncio.Task[None]] = [asyncio.create_task(loop) for loop in loops]
         try:

@@ -19,6 +19,7 @@ from fast_depends.msgspec import MsgSpecSerializer
 from faststream import FastStream
 from faststream.redis import RedisBroker
 from redis.asyncio import Redis
+from redis.exceptions import RedisError
 
 from services.redis.connection import node_client
 
@@ -58,6 +59,10 @@ def service_app(
     state: dict[str, Callable[[], Awaitable[None]]] = {}
     redis = node_client(url)
 
+    @app.on_startup
+    async def _wait() -> None:
+        await wait_for_redis(redis, url)
+
     @app.after_startup
     async def _start() -> None:
         state["stop"] = await start(redis)
@@ -69,6 +74,23 @@ def service_app(
         await redis.aclose()
 
     return app
+
+
+async def wait_for_redis(redis: Redis, url: str) -> None:
+    """Return once Redis answers: a service started before its Redis (or while it restarts)
+    waits for it instead of exiting, saying so every few seconds."""
+    pause, waited, say_at = 0.1, 0.0, 0.0
+    while True:
+        try:
+            await redis.ping()
+            return
+        except RedisError as e:
+            if waited >= say_at:
+                log.warning("waiting for Redis", url=url, error=str(e), waited_s=round(waited))
+                say_at = waited + 5
+        await asyncio.sleep(pause)
+        waited += pause
+        pause = min(pause * 2, 1.0)
 
 
 def run_task(

@@ -122,12 +122,16 @@ class Referee(GroupWorker):
     async def run(self) -> None:
         """Serve until ``stop()``: commands, reclaimed work, deadlines and the watch list of
         the partitions this referee holds."""
-        await self.prepare()
+        if not await self.until_done("starting the referee", self.prepare):
+            return
         log.info("referee started", consumer=self.name, partitions=self.owned)
         try:
             await self.serve(self._clock_loop, self._lease_loop)
         finally:
-            await self.leases.release_all()
+            try:
+                await self.leases.release_all()
+            except Exception as e:  # the leases run out by themselves
+                log.warning("giving the partitions back failed", error=str(e))
             log.info("referee stopped", consumer=self.name, commands=self.handled)
 
     async def prepare(self) -> None:

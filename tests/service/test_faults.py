@@ -114,3 +114,31 @@ def test_every_match_finishes_after_redis_is_killed_and_restarted_under_the_serv
     assert len(logs) == len(ids)
     for log in logs.values():
         assert_clean(log)
+
+
+def test_services_started_while_redis_is_down_wait_for_it_and_then_play(
+    restartable: RestartableRedis, key_prefix: str
+) -> None:
+    """A service that cannot reach Redis when it starts waits for it (and says so) instead of
+    exiting: the stack comes up while Redis is away, and plays once it is back."""
+    settings = Settings(
+        redis_url=restartable.url,
+        prefix=key_prefix,
+        partitions=4,
+        claim_idle_ms=600,
+        lease_ms=1500,
+        watch_ms=1000,
+        log_level="warning",
+    )
+    restartable.kill()
+    with Stack(restartable.url, settings, pools={"random": 1, "greedy": 1}, projector=False) as s:
+        time.sleep(2.0)  # the processes start, find no Redis, and wait
+        assert not s.check(), "a service exited instead of waiting for Redis"
+        restartable.start()
+        specs: list[tuple[Rules, list[str | None]]] = [
+            (Rules.make("express", players=2), ["greedy", "random"]),
+        ] * 6
+        ids = create(restartable.url, settings, specs)
+        logs = wait_until_over(restartable.url, settings, ids, timeout=60)
+    for log in logs.values():
+        assert_clean(log)
