@@ -381,7 +381,9 @@ def cmd_matches(args: argparse.Namespace) -> int:
 
     async def work(redis: Redis) -> int:
         queries = Queries(redis, settings)
-        for summary in await queries.matches(finished=args.finished):
+        if args.limit < 1:
+            raise CliError("--limit must be at least 1")
+        for summary in await queries.matches(finished=args.finished, limit=args.limit):
             scores = "-".join(str(x) for x in summary.scores)
             print(
                 f"{summary.match_id}  {summary.status:<8} {summary.family:<8} "
@@ -498,6 +500,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("matches", help="list live and finished matches")
     p.add_argument("--finished", action="store_true")
+    p.add_argument("--limit", type=int, default=50, help="the latest N (default 50)")
     p.set_defaults(func=cmd_matches)
 
     p = sub.add_parser("results", help="results by player name, over every finished match")

@@ -74,6 +74,8 @@ _FAMILIES: dict[str, Family] = {"express": "express", "straight": "straight"}
 _NEXT_LEADERS: dict[str, NextLeader] = {"after_winner": "after_winner", "rotate": "rotate"}
 T = TypeVar("T")
 REDIS_CONNECTIONS = 256
+LISTED = 100
+"""The most matches one GET /matches lists: the latest live or finished."""
 
 
 class GatewayNotStarted(RuntimeError):
@@ -338,9 +340,9 @@ class Gateway:
             rows = [m.public() for m in await self.lobby.open_matches()]
         elif status in ("live", "finished"):
             summaries = await Queries(self.redis, self.settings).matches(
-                finished=status == "finished"
+                finished=status == "finished", limit=LISTED
             )
-            rows = [msgspec.to_builtins(s) for s in summaries[-100:]]
+            rows = [msgspec.to_builtins(s) for s in summaries]
         else:
             raise ApiError(422, "invalid_query", "status is open, live or finished")
         return Response.json({"status": status, "matches": rows})

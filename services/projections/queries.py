@@ -28,18 +28,24 @@ class Queries:
         self.summary = summary
         self.results_name = results
 
-    async def matches(self, finished: bool = False) -> list[Summary]:
-        """Summaries of the live (or finished) matches, oldest first."""
+    async def matches(self, finished: bool = False, limit: int | None = None) -> list[Summary]:
+        """Summaries of the live (or finished) matches, oldest first; with ``limit``, only the
+        ``limit`` most recently updated, read as at most ``limit`` from each partition (a
+        request never reads every finished match there ever was)."""
         out: list[Summary] = []
         status = "finished" if finished else "live"
+        last = -1 if limit is None else limit - 1
         for p in range(self.partitions):
             key = self.checkpoints.key
             # a bytes client: members and fields come back as bytes, as redis-py cannot know
-            ids = cast(list[bytes], await self.redis.zrange(key(self.summary, p, status), 0, -1))
+            ids = cast(
+                list[bytes], await self.redis.zrevrange(key(self.summary, p, status), 0, last)
+            )
             if ids:
                 rows = await self.redis.hmget(key(self.summary, p, "matches"), ids)
                 out.extend(_SUMMARY.decode(r) for r in rows if r is not None)
-        return sorted(out, key=lambda s: s.updated)
+        out.sort(key=lambda s: s.updated)
+        return out if limit is None else out[-limit:]
 
     async def summary_of(self, match_id: str) -> Summary | None:
         """One match's summary, wherever it is."""

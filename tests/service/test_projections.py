@@ -7,13 +7,16 @@ import subprocess
 import sys
 import time
 
+import msgspec
 import pytest
 from redis.asyncio import Redis
 
 from engine.rules import Rules
 from services.cli.supervisor import Stack
 from services.config import Settings
+from services.projections.projector import Summary
 from services.projections.queries import Queries
+from services.store.keys import partition_of
 from tests.service.conftest import fold, wait_until_over
 from tests.service.test_hosted_matches import create
 
@@ -92,3 +95,32 @@ def test_projections_rebuilt_from_the_log_equal_the_live_ones(
     assert done.returncode == 0, done.stderr
     assert "rebuilt" in done.stdout
     assert asyncio.run(snapshot(redis_url, settings)) == live
+
+
+def test_a_match_list_reads_only_the_latest_of_each_partition(
+    redis_url: str, settings: Settings
+) -> None:
+    """GET /matches?status=finished used to read every finished match ever (an amplification
+    a hostile client could use); a list now reads at most ``limit`` a partition."""
+
+    async def scenario() -> list[str]:
+        redis = Redis.from_url(redis_url)
+        try:
+            queries = Queries(redis, settings)
+            key = queries.checkpoints.key
+            for n in range(30):
+                match_id = f"m-{n:02d}"
+                p = partition_of(match_id, settings.partitions)
+                summary = Summary(
+                    match_id=match_id, status="finished", family="express", players=("a", "b"),
+                    round=1, version=10, scores=(0, 0), turn=None, ends=(), updated=float(n),
+                )  # fmt: skip
+                await redis.hset(
+                    key("summary", p, "matches"), match_id, msgspec.json.encode(summary)
+                )
+                await redis.zadd(key("summary", p, "finished"), {match_id: float(n)})
+            return [s.match_id for s in await queries.matches(finished=True, limit=5)]
+        finally:
+            await redis.aclose()
+
+    assert asyncio.run(scenario()) == [f"m-{n:02d}" for n in range(25, 30)]
