@@ -270,7 +270,7 @@ class Gateway:
     async def create_match(self, request: Request) -> Response:
         """POST /matches: a new match; open seats wait for players, house bots are set."""
         self.lobby_writes.hit(request.client)
-        body = decode_body(await request.body(self.config.max_body_bytes), _CREATE, "match")
+        body = decode_body(await request.json_body(self.config.max_body_bytes), _CREATE, "match")
         players = body.rules.players or len(body.seats)
         try:
             rules = Rules.make(
@@ -308,7 +308,7 @@ class Gateway:
         """POST /matches/{id}/join: take an open seat; the seat token is in the answer, once."""
         self.lobby_writes.hit(request.client)
         match_id = self._match_id(request)
-        raw = await request.body(self.config.max_body_bytes)
+        raw = await request.json_body(self.config.max_body_bytes)
         body = decode_body(raw, _JOIN, "join") if raw.strip() else JoinBody()
         if body.name is not None and (not body.name.strip() or len(body.name) > MAX_NAME):
             raise ApiError(422, "invalid_join", f"a name is 1 to {MAX_NAME} characters")
@@ -475,7 +475,7 @@ class Gateway:
             raise ApiError(
                 400, "bad_idempotency_key", "an Idempotency-Key is 1-64 of A-Z a-z 0-9 . _ : -"
             )
-        body = decode_body(await request.body(self.config.max_body_bytes), _MOVE, "move")
+        body = decode_body(await request.json_body(self.config.max_body_bytes), _MOVE, "move")
         if body.seat is not None and body.seat != seat:
             raise ApiError(403, "wrong_seat", f"this token plays seat {seat}, not seat {body.seat}")
         command = _command(body, seat)

@@ -293,3 +293,24 @@ def test_numbers_written_with_other_digits_are_refused_not_a_500(table: Table) -
     for raw in ("%C2%B2", "%D9%A3"):  # ², ٣
         error(table.http.get(f"{stream}?after={raw}"), 400, "bad_resume")
     error(table.http.get(stream, headers={"last-event-id": b"\xb2"}), 400, "bad_resume")
+
+
+def test_a_cross_site_form_or_plain_text_post_creates_and_joins_nothing(
+    gateways: Gateways,
+) -> None:
+    """Found by a hostile client: a page on another site could POST text/plain JSON (a
+    browser sends it without a preflight) and open matches in a visitor's name. Forms and
+    plain text are refused with 415; nothing is created and no seat is taken."""
+    api = f"{gateways.url}/api/v1"
+    body = b'{"seats": ["random", null], "rules": {"players": 2}}'
+    before = httpx.get(f"{api}/matches", params={"status": "open"}).json()["matches"]
+    for kind in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; b=x"):
+        error(httpx.post(f"{api}/matches", content=body, headers={"content-type": kind}), 415,
+              "unsupported_media_type")  # fmt: skip
+    assert httpx.get(f"{api}/matches", params={"status": "open"}).json()["matches"] == before
+    m = create(gateways.url, [None, None], rules={"players": 2})
+    plain = {"content-type": "text/plain;charset=UTF-8"}
+    error(httpx.post(f"{api}/matches/{m}/join", content=b"{}", headers=plain), 415,
+          "unsupported_media_type")  # fmt: skip
+    info = httpx.get(f"{api}/matches/{m}").json()
+    assert [s["kind"] for s in info["seats"]] == ["open", "open"]

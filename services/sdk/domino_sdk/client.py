@@ -33,6 +33,7 @@ from domino_sdk.protocol import (
 log = logging.getLogger(__name__)
 API = "/api/v1"
 _ENCODER = msgspec.json.Encoder()
+_JSON = {"content-type": "application/json"}
 RETRYABLE = frozenset({502, 503, 504})
 TIMEOUT = httpx.Timeout(15.0, connect=5.0)
 _TIMEOUTS = {"timeout": TIMEOUT.as_dict()}
@@ -222,7 +223,9 @@ class LobbyClient:
             names=None if names is None else list(names),
             deadline_ms=deadline_ms,
         )
-        response = await self._http.request("POST", f"{API}/matches", content=_ENCODER.encode(body))
+        response = await self._http.request(
+            "POST", f"{API}/matches", headers=_JSON, content=_ENCODER.encode(body)
+        )
         if response.status_code != 201:
             raise GatewayError(response.status_code, _body(response))
         match: dict[str, Any] = response.json()["match"]
@@ -234,7 +237,7 @@ class LobbyClient:
         """Take a seat (the first open one unless ``seat`` is given); return it with its token."""
         body = JoinBody(name=name, seat=seat)
         response = await self._http.request(
-            "POST", f"{API}/matches/{match_id}/join", content=_ENCODER.encode(body)
+            "POST", f"{API}/matches/{match_id}/join", headers=_JSON, content=_ENCODER.encode(body)
         )
         if response.status_code != 201:
             raise GatewayError(response.status_code, _body(response))
