@@ -55,6 +55,7 @@ from services.gateway.protocol import (
     PassBody,
     PlayBody,
 )
+from services.gateway.seats import SeatCache
 from services.gateway.sender import CommandSender
 from services.gateway.streaming import StreamResponse
 from services.projections.queries import Queries
@@ -69,13 +70,14 @@ _KEY = re.compile(r"[A-Za-z0-9._:\-]{1,64}")
 _MOVE = msgspec.json.Decoder(MoveBody)
 _CREATE = msgspec.json.Decoder(CreateBody)
 _JOIN = msgspec.json.Decoder(JoinBody)
-_SEAT_COUNT_LIMIT = 100_000
 _FAMILIES: dict[str, Family] = {"express": "express", "straight": "straight"}
 _NEXT_LEADERS: dict[str, NextLeader] = {"after_winner": "after_winner", "rotate": "rotate"}
 T = TypeVar("T")
 REDIS_CONNECTIONS = 256
 LISTED = 100
 """The most matches one GET /matches lists: the latest live or finished."""
+SEATS_CACHED = 100_000
+"""The most tokens a gateway process remembers the seats of."""
 
 
 class GatewayNotStarted(RuntimeError):
@@ -108,7 +110,7 @@ class Gateway:
         self.lobby_writes = RateLimiter("lobby_per_second", config.lobby_per_s, config.lobby_burst)
         self.seat_streams = Concurrency("streams_per_token", config.streams_per_token)
         self.public_streams = Concurrency("streams_per_client", config.streams_per_client)
-        self._seats: dict[str, tuple[str, int]] = {}  # token hash -> (match, seat)
+        self._seats = SeatCache(size=SEATS_CACHED)  # token hash -> (match, seat), for a while
         self._running: _Running | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -150,8 +152,6 @@ class Gateway:
             await asyncio.sleep(10.0)
             self.moves.sweep()
             self.lobby_writes.sweep()
-            if len(self._seats) > _SEAT_COUNT_LIMIT:
-                self._seats.clear()
 
     def _started(self) -> _Running:
         if self._running is None:
@@ -217,7 +217,7 @@ class Gateway:
             seat = await self.lobby.resolve(token)
             if seat is None:
                 raise ApiError(401, "unauthorized", "unknown seat token")
-            self._seats[digest] = seat
+            self._seats.put(digest, seat)
         return digest, seat
 
     async def _await(

@@ -1,0 +1,46 @@
+"""Which seat a token plays, remembered for a while by each gateway process.
+
+A token is looked up in Redis once, then served from here for ``ttl_s`` seconds, so a token
+that expires or is revoked in Redis stops working here too within that time; the cache holds
+at most ``size`` tokens, the least recently used leaving first.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+
+
+class SeatCache:
+    """Token hash -> (match id, seat), each entry good for ``ttl_s`` seconds."""
+
+    def __init__(
+        self, ttl_s: float = 30.0, size: int = 100_000, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.ttl_s = ttl_s
+        self.size = size
+        self.clock = clock
+        self._seats: OrderedDict[str, tuple[float, tuple[str, int]]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._seats)
+
+    def get(self, digest: str) -> tuple[str, int] | None:
+        """The seat of a token hash, unless it was never looked up or its time is up."""
+        found = self._seats.get(digest)
+        if found is None:
+            return None
+        until, seat = found
+        if self.clock() >= until:
+            del self._seats[digest]
+            return None
+        self._seats.move_to_end(digest)
+        return seat
+
+    def put(self, digest: str, seat: tuple[str, int]) -> None:
+        """Remember a token hash's seat for ``ttl_s`` seconds."""
+        self._seats[digest] = (self.clock() + self.ttl_s, seat)
+        self._seats.move_to_end(digest)
+        while len(self._seats) > self.size:
+            self._seats.popitem(last=False)
