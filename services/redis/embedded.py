@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import os
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,13 +32,18 @@ def redis_url(settings: Settings) -> Iterator[str]:
         return
     data_dir = embedded_data_dir(settings)
     data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir.chmod(0o700)  # every hand and every stock order is in there: the owner's alone
     with open(data_dir / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one starter at a time decides who serves the dir
         running = _running(data_dir)
         if running is None:
-            server = private_server(appendfsync=settings.appendfsync, data_dir=data_dir)
+            server = private_server(
+                appendfsync=settings.appendfsync,
+                data_dir=data_dir,
+                password=secrets.token_urlsafe(24),  # other local users cannot connect
+            )
             url = server.__enter__()
-            (data_dir / URL_FILE).write_text(url)
+            _write_private(data_dir / URL_FILE, url)
         fcntl.flock(lock, fcntl.LOCK_UN)
     if running is not None:
         yield running
@@ -46,6 +53,13 @@ def redis_url(settings: Settings) -> Iterator[str]:
     finally:
         (data_dir / URL_FILE).unlink(missing_ok=True)
         server.__exit__(None, None, None)
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write a file only its owner may read (the URL carries the server's password)."""
+    path.unlink(missing_ok=True)
+    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+        f.write(text)
 
 
 def embedded_data_dir(settings: Settings) -> Path:

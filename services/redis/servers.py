@@ -65,12 +65,15 @@ def private_server(
     appendfsync: Durability = "everysec",
     data_dir: str | os.PathLike[str] | None = None,
     binary: str | None = None,
+    password: str | None = None,
 ) -> Iterator[str]:
     """Yield the URL of a private `redis-server` on a free port, stopped on exit.
 
     It runs in a temporary directory removed on exit, or in `data_dir` (kept, so its data
-    survives a restart), with the append-only file policy `appendfsync`. Raises
-    RedisUnavailable when no `redis-server` binary can be found or it does not start.
+    survives a restart), with the append-only file policy `appendfsync`. With `password`,
+    clients must authenticate (the URL carries it); the password goes to the server in a
+    file only its owner can read, never on its command line, which every local user can see.
+    Raises RedisUnavailable when no `redis-server` binary can be found or it does not start.
     """
     binary = binary or server_binary()
     if not binary:
@@ -82,7 +85,13 @@ def private_server(
             directory = Path(data_dir)
             directory.mkdir(parents=True, exist_ok=True)
         server = stack.enter_context(
-            _started(binary, directory, appendfsync=appendfsync, save_on_stop=data_dir is not None)
+            _started(
+                binary,
+                directory,
+                appendfsync=appendfsync,
+                save_on_stop=data_dir is not None,
+                password=password,
+            )
         )
         yield server.url
 
@@ -143,14 +152,21 @@ def redis_cluster(
 class _Server:
     """A started redis-server process and a sync client to it."""
 
-    def __init__(self, process: subprocess.Popen[bytes], port: int, log: Path) -> None:
+    def __init__(
+        self, process: subprocess.Popen[bytes], port: int, log: Path, password: str | None = None
+    ) -> None:
         self.process = process
         self.port = port
         self.log = log
-        self.url = f"redis://127.0.0.1:{port}"
+        auth = "" if password is None else f":{password}@"
+        self.url = f"redis://{auth}127.0.0.1:{port}"
         # No retries: a refused connection while starting or after SHUTDOWN is the answer.
         self.client = redis.Redis(
-            host="127.0.0.1", port=port, socket_timeout=10, retry=Retry(NoBackoff(), 0)
+            host="127.0.0.1",
+            port=port,
+            password=password,
+            socket_timeout=10,
+            retry=Retry(NoBackoff(), 0),
         )
 
     def log_tail(self, lines: int = 15) -> str:
@@ -169,9 +185,10 @@ def _started(
     extra: Sequence[str] = (),
     needs_bus_port: bool = False,
     save_on_stop: bool = False,
+    password: str | None = None,
 ) -> Iterator[_Server]:
     """Start redis-server in `directory` on a free port; stop it (and only it) on exit."""
-    server = _start_with_retries(binary, directory, appendfsync, extra, needs_bus_port)
+    server = _start_with_retries(binary, directory, appendfsync, extra, needs_bus_port, password)
     try:
         yield server
     finally:
@@ -184,7 +201,16 @@ def _start_with_retries(
     appendfsync: Durability,
     extra: Sequence[str],
     needs_bus_port: bool,
+    password: str | None = None,
 ) -> _Server:
+    config: list[str] = []
+    if password is not None:
+        secret = directory / "auth.conf"
+        secret.unlink(missing_ok=True)
+        fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(f"requirepass {password}\n")
+        config = [str(secret)]  # a config file must be redis-server's first argument
     # A port found free can be taken before the server binds it: try a few.
     failure = ""
     for _ in range(_START_ATTEMPTS):
@@ -192,6 +218,7 @@ def _start_with_retries(
         log = directory / "redis.log"
         args = [
             binary,
+            *config,
             "--port",
             str(port),
             "--bind",
@@ -222,7 +249,7 @@ def _start_with_retries(
                 f"Cannot run {binary}: {error}. Name a working redis-server in "
                 "REDIS_SERVER_BIN or unset it."
             ) from error
-        server = _Server(process, port, log)
+        server = _Server(process, port, log, password)
         try:
             if _wait_for_ping(server, timeout=30.0):
                 return server
