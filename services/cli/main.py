@@ -39,7 +39,7 @@ from services.projections.projector import Projector
 from services.projections.queries import Queries
 from services.projections.ratings import RatingsProjector
 from services.redis.apps import tune_gc
-from services.redis.connection import node_client
+from services.redis.connection import node_client, without_password
 from services.redis.embedded import embedded_data_dir, redis_url
 from services.redis.servers import RedisUnavailable
 from services.referee.app import referee_app
@@ -108,7 +108,7 @@ async def _open(url: str, settings: Settings) -> EventStore:
             prefix=settings.prefix,
         )
     except RedisError as e:
-        raise CliError(f"cannot reach Redis at {url}: {e}") from None
+        raise CliError(f"cannot reach Redis at {without_password(url)}: {e}") from None
 
 
 async def _read_match(match_id: str) -> list[Envelope]:
@@ -322,7 +322,10 @@ def cmd_up(args: argparse.Namespace) -> int:
     with redis_url(settings) as url:
         stack = Stack(url, settings, referees=args.referees, pools=pools, gateway=args.gateway)
         stack.start()
-        print(f"domino service up on {url}  (REDIS_URL={url}; Ctrl-C stops it)")
+        print(
+            f"domino service up on {without_password(url)}  (Ctrl-C stops it; other domino "
+            "commands started here use it, and its full URL is in the data dir's server.url)"
+        )
         if args.gateway:
             print(
                 f"gateway for external bots on http://{gateway.host}:{gateway.port}/api/v1 "
@@ -338,7 +341,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     with redis_url(settings) as url:
         log_dir = embedded_data_dir(settings).parent / "logs"
         console.print(
-            f"Redis at {url}; referee, bot workers and projector starting (logs in {log_dir})"
+            f"Redis at {without_password(url)}; referee, bot workers and projector starting "
+            f"(logs in {log_dir})"
         )
         with Stack(url, settings, pools={"random": 1, "greedy": 1}, log_dir=log_dir):
             start = time.monotonic()
@@ -356,7 +360,7 @@ async def _with_redis(settings: Settings, work: Callable[[Redis], Awaitable[int]
         try:
             return await work(redis)
         except RedisError as e:
-            raise CliError(f"cannot reach Redis at {url}: {e}") from None
+            raise CliError(f"cannot reach Redis at {without_password(url)}: {e}") from None
         finally:
             await redis.aclose()
 

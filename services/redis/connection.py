@@ -72,3 +72,12 @@ async def connect(url: str, *, cluster: bool | Literal["auto"] = "auto") -> Clie
     client = node_client(url)
     await client.ping()
     return client
+
+
+def without_password(url: str) -> str:
+    """``url`` fit to print: its password, if any, replaced by ``***``."""
+    scheme, sep, rest = url.partition("://")
+    userinfo, at, host = rest.rpartition("@")
+    if not sep or not at or ":" not in userinfo:
+        return url
+    return f"{scheme}://{userinfo.split(':', 1)[0]}:***@{host}"
