@@ -16,9 +16,9 @@ import structlog
 
 from engine.strategy import Strategy
 from events.codec import JSON, DecodeError
-from events.envelope import CommandEnvelope
 from events.wire import TurnMessage
 from services.config import Settings
+from services.core.commands import command_message
 from services.core.worker import GroupWorker
 from services.transport.base import Entry, Message, Transport
 
@@ -99,15 +99,10 @@ class BotWorker(GroupWorker):
                     version=turn.version,
                 )
                 command = turn.view.legal[0]
-            envelope = CommandEnvelope(
-                match_id=turn.match_id,
-                command_id=f"turn:{turn.version}:{turn.seat}",
-                command=command,
-                reply_to=self.reply_to,
-                ts=now,
+            command_id = f"turn:{turn.version}:{turn.seat}"
+            answers.append(
+                command_message(self.keys, turn.match_id, command_id, command, self.reply_to, now)
             )
-            commands = self.keys.commands(self.keys.partition_of(turn.match_id))
-            answers.append(Message(commands, JSON.encode(envelope)))
             done.append(entry)
             log.debug("move", match_id=turn.match_id, seat=turn.seat, version=turn.version)
             self.moves += 1

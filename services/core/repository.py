@@ -15,7 +15,6 @@ from collections.abc import Iterable
 from engine.game import evolve
 from engine.state import MatchState
 from events.codec import JSON
-from events.envelope import Envelope
 from services.store.base import EventStore, Recorded
 
 
@@ -26,27 +25,12 @@ def fold(records: Iterable[Recorded], state: MatchState | None = None) -> MatchS
     return state
 
 
-def fold_envelopes(
-    records: Iterable[Recorded], state: MatchState | None = None
-) -> tuple[MatchState | None, list[Envelope]]:
-    """Like :func:`fold`, also returning the decoded envelopes (for callers that show them)."""
-    envelopes: list[Envelope] = []
-    for record in records:
-        envelope = JSON.decode_envelope(record.data)
-        state = evolve(state, envelope.event)
-        envelopes.append(envelope)
-    return state, envelopes
-
-
 class MatchCache:
     """The states of recently used matches, least recently used evicted first."""
 
     def __init__(self, size: int = 20_000) -> None:
         self.size = size
         self._states: OrderedDict[str, MatchState] = OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self._states)
 
     def get(self, match_id: str) -> MatchState | None:
         """The cached state, or None."""
@@ -62,18 +46,9 @@ class MatchCache:
         while len(self._states) > self.size:
             self._states.popitem(last=False)
 
-    def drop(self, match_id: str) -> None:
-        """Forget one match."""
-        self._states.pop(match_id, None)
-
-    def pop(self, match_id: str) -> MatchState | None:
+    def drop(self, match_id: str) -> MatchState | None:
         """Forget one match, returning its state if it was cached."""
         return self._states.pop(match_id, None)
-
-    def drop_where(self, forget: Iterable[str]) -> None:
-        """Forget several matches."""
-        for match_id in forget:
-            self._states.pop(match_id, None)
 
     def ids(self) -> list[str]:
         """The cached match ids."""
@@ -98,9 +73,8 @@ class MatchRepository:
         """The match's state, handed over: out of the cache, so the caller may evolve it in
         place; it comes back with :meth:`stored` once its append has succeeded (or
         unchanged, if nothing was appended). ``fresh`` reads it from the log regardless."""
-        state = None if fresh else self.cache.pop(match_id)
-        if state is None:
-            self.cache.drop(match_id)
+        state = self.cache.drop(match_id)
+        if fresh or state is None:
             state = fold(await self.store.read(match_id))
         return state
 
@@ -135,4 +109,6 @@ class MatchRepository:
         """Read afresh every cached match of ``partitions`` (just acquired: another writer
         may have moved them on meanwhile)."""
         keys = self.store.keys
-        self.cache.drop_where([m for m in self.cache.ids() if keys.partition_of(m) in partitions])
+        for match_id in self.cache.ids():
+            if keys.partition_of(match_id) in partitions:
+                self.cache.drop(match_id)

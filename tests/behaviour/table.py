@@ -11,13 +11,13 @@ from engine.state import MatchState
 from engine.strategy import GreedyStrategy, Strategy
 from events.codec import JSON
 from events.envelope import CommandEnvelope, Envelope
-from events.model import AnyCommand, CreateMatch
+from events.model import AnyCommand
 from events.wire import Rejected, TurnMessage
 from services.bots.worker import BotWorker
 from services.config import Settings
+from services.core.commands import ServiceClient
 from services.core.repository import fold
 from services.referee.service import Referee, Work
-from services.transport.base import Message
 from tests.support.backends import Backend
 
 SENDER = "tester"
@@ -67,7 +67,8 @@ class Table:
         self.bots = BotWorker(
             self.settings, self.transport, strategy or GreedyStrategy(), pool, "bots-1"
         )
-        self.replies = self.keys.replies(SENDER)
+        self.sender = ServiceClient(self.transport, self.store, SENDER)
+        self.replies = self.sender.replies
 
     def new_referee(self, name: str, *, watch_ms: int = 1_000) -> Referee:
         """Another referee over the same backend and clock."""
@@ -87,22 +88,13 @@ class Table:
         await self.bots.reader.start()
         return self
 
-    async def send(
-        self, match_id: str, command: AnyCommand, command_id: str = "c1", *, reply: bool = True
-    ) -> None:
+    async def send(self, match_id: str, command: AnyCommand, command_id: str = "c1") -> None:
         """Queue a command as an outside sender would."""
-        envelope = CommandEnvelope(
-            match_id=match_id,
-            command_id=command_id,
-            command=command,
-            reply_to=self.replies if reply else None,
-        )
-        await self.send_raw(match_id, JSON.encode(envelope))
+        await self.sender.send(match_id, command, command_id)
 
     async def send_raw(self, match_id: str, payload: bytes) -> None:
         """Queue raw bytes on the match's command stream."""
-        stream = self.keys.commands(self.keys.partition_of(match_id))
-        await self.transport.publish([Message(stream, payload)])
+        await self.sender.send_raw(match_id, payload)
 
     async def create(
         self,
@@ -112,12 +104,11 @@ class Table:
         bots: Sequence[str | None] | None = None,
         deadline_ms: int = 0,
     ) -> MatchState:
-        """Create a match (two greedy house bots by default) and let the referee deal it."""
+        """Create a match (house bots of this table's pool by default) and let the referee
+        deal it."""
         rules = rules or Rules.make("straight", players=2)
         seats = tuple(bots) if bots is not None else (self.pool,) * rules.players
-        names = tuple(s or f"guest{i}" for i, s in enumerate(seats))
-        create = CreateMatch(rules=rules, players=names, bots=seats, deadline_ms=deadline_ms)
-        await self.send(match_id, create, f"create:{match_id}")
+        await self.sender.create_match(rules, seats, deadline_ms=deadline_ms, match_id=match_id)
         await self.referee.step()
         return await self.state(match_id)
 

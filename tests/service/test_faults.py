@@ -66,6 +66,19 @@ class RestartableRedis:
             self.process.wait()
 
 
+def settings_for(server: RestartableRedis, prefix: str) -> Settings:
+    """A stack's settings on ``server``: quick reclaiming, leases and watch list."""
+    return Settings(
+        redis_url=server.url,
+        prefix=prefix,
+        partitions=4,
+        claim_idle_ms=600,
+        lease_ms=1500,
+        watch_ms=1000,
+        log_level="warning",
+    )
+
+
 @pytest.fixture
 def restartable(tmp_path: Path) -> Iterator[RestartableRedis]:
     """A Redis of this test's own, stopped at the end."""
@@ -83,15 +96,7 @@ def test_every_match_finishes_after_redis_is_killed_and_restarted_under_the_serv
     """The services stay up while Redis dies (SIGKILL, the last second of writes lost) and
     comes back: they reconnect, reload what they had cached, send again the turns that were
     lost, and every match ends with a log that passes the rules check."""
-    settings = Settings(
-        redis_url=restartable.url,
-        prefix=key_prefix,
-        partitions=4,
-        claim_idle_ms=600,
-        lease_ms=1500,
-        watch_ms=1000,
-        log_level="warning",
-    )
+    settings = settings_for(restartable, key_prefix)
     specs: list[tuple[Rules, list[str | None]]] = [
         (Rules.make("express", players=2, target=500), ["greedy", "random"]),
         (Rules.make("straight", players=2, target=500), ["random", "greedy"]),
@@ -121,15 +126,7 @@ def test_services_started_while_redis_is_down_wait_for_it_and_then_play(
 ) -> None:
     """A service that cannot reach Redis when it starts waits for it (and says so) instead of
     exiting: the stack comes up while Redis is away, and plays once it is back."""
-    settings = Settings(
-        redis_url=restartable.url,
-        prefix=key_prefix,
-        partitions=4,
-        claim_idle_ms=600,
-        lease_ms=1500,
-        watch_ms=1000,
-        log_level="warning",
-    )
+    settings = settings_for(restartable, key_prefix)
     restartable.kill()
     with Stack(restartable.url, settings, pools={"random": 1, "greedy": 1}, projector=False) as s:
         time.sleep(2.0)  # the processes start, find no Redis, and wait

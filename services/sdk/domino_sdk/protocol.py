@@ -116,14 +116,13 @@ def decode_line(data: bytes) -> Line | None:
 # -- request bodies ----------------------------------------------------------------------------
 
 
-class PlayBody(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    tag="play_tile",
-    tag_field="type",
-    forbid_unknown_fields=True,
+class _MoveBody(
+    msgspec.Struct, frozen=True, kw_only=True, tag_field="type", forbid_unknown_fields=True
 ):
+    """What every move body shares: a ``type`` tag, and no field the gateway does not know."""
+
+
+class PlayBody(_MoveBody, frozen=True, tag="play_tile"):
     """Play ``tile`` on ``end`` (no end for the lead, or when only one end fits)."""
 
     tile: Tile
@@ -131,27 +130,13 @@ class PlayBody(
     seat: int | None = None  # optional: when given it must be the token's seat
 
 
-class DrawBody(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    tag="draw_tile",
-    tag_field="type",
-    forbid_unknown_fields=True,
-):
+class DrawBody(_MoveBody, frozen=True, tag="draw_tile"):
     """Draw from the boneyard (Straight, S3)."""
 
     seat: int | None = None
 
 
-class PassBody(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    tag="pass_turn",
-    tag_field="type",
-    forbid_unknown_fields=True,
-):
+class PassBody(_MoveBody, frozen=True, tag="pass_turn"):
     """Pass (only with no legal play and nothing to draw)."""
 
     seat: int | None = None
