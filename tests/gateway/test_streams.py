@@ -186,7 +186,8 @@ def test_a_seat_that_misses_its_deadline_sees_the_timeout_and_a_minimal_stream_s
         auth = {"authorization": f"Bearer {seats[seat]}"}
         async with (
             httpx.AsyncClient(base_url=g.url, headers=auth, timeout=10) as http,
-            http.stream("GET", path, params={"events": events}) as r,
+            # from the start: a stream that connects late still sees the first timeouts
+            http.stream("GET", path, params={"events": events, "after": "0"}) as r,
         ):
             async for raw in r.aiter_lines():
                 if raw:
