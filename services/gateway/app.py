@@ -44,7 +44,7 @@ from services.gateway.config import GatewaySettings
 from services.gateway.http import ApiError, Endpoint, Request, Response, decode_body
 from services.gateway.hub import FeedUnavailable, Hub, Outcome
 from services.gateway.limits import Concurrency, RateLimiter
-from services.gateway.lobby import JoinError, Lobby, LobbyMatch, token_hash
+from services.lobby.tables import JoinError, Lobby, LobbyMatch, token_hash
 from services.gateway.openapi import openapi
 from services.gateway.protocol import (
     API,
