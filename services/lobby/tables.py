@@ -6,6 +6,10 @@ names, so no seat's clock runs before its bot has joined. A seat token is shown 
 join, and stored only as its SHA-256: in the match's hash (``token:<seat>``) and in an index
 ``<prefix>:{pK}:token:<sha256>`` (K from the hash) that tells which match and seat it opens.
 Open matches are listed in ``<prefix>:{pN}:lobby`` (a sorted set by creation time).
+
+A seat taken by an account (``account:<seat>``) is opened by that account's token as well as
+by its seat token; a match's ``creator`` (an account id, or ``owner:<sha256>`` of the owner
+token given at creation) may cancel it while it waits for players.
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ _POOLS = msgspec.json.Decoder(list[str | None])
 JOIN = LuaScript(
     """
 -- KEYS: the match's seat hash, its partition's lobby set
--- ARGV: match id, seat (-1: the first open one), token hash, name ('' keeps the default)
+-- ARGV: match id, seat (-1: the first open one), token hash, name ('' keeps the default),
+--       account id ('' for a guest)
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return {-1}
 end
@@ -58,12 +63,31 @@ redis.call('HSET', KEYS[1], 'seat:' .. seat, 'taken', 'token:' .. seat, ARGV[3])
 if ARGV[4] ~= '' then
   redis.call('HSET', KEYS[1], 'name:' .. seat, ARGV[4])
 end
+if ARGV[5] ~= '' then
+  redis.call('HSET', KEYS[1], 'account:' .. seat, ARGV[5])
+end
 local left = redis.call('HINCRBY', KEYS[1], 'open', -1)
 if left == 0 then
   redis.call('HSET', KEYS[1], 'status', 'started')
   redis.call('ZREM', KEYS[2], ARGV[1])
 end
 return {seat, left}
+"""
+)
+
+CANCEL = LuaScript(
+    """
+-- KEYS: the match's seat hash, its partition's lobby set. ARGV: match id
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status then
+  return -1
+end
+if status ~= 'open' then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'status', 'cancelled')
+redis.call('ZREM', KEYS[2], ARGV[1])
+return 1
 """
 )
 
@@ -109,8 +133,12 @@ class LobbyMatch:
     rules: Rules
     seats: tuple[Seat, ...]
     deadline_ms: int
-    status: str  # open (waiting for players) or started
+    status: str  # open (waiting for players), started or cancelled
     created: float
+    accounts: tuple[str | None, ...] = ()  # by seat: the account holding it
+    creator: str = ""  # an account id, or owner:<sha256> of the owner token; "" for none
+    forfeit_after: int = 0
+    max_rounds: int = 0
 
     def public(self) -> dict[str, Any]:
         """The match as JSON: nothing secret (no token hash)."""
@@ -119,8 +147,13 @@ class LobbyMatch:
             "status": self.status,
             "rules": msgspec.to_builtins(self.rules),
             "deadline_ms": self.deadline_ms,
+            "forfeit_after": self.forfeit_after,
+            "max_rounds": self.max_rounds,
             "created": self.created,
-            "seats": [s.public() for s in self.seats],
+            "seats": [
+                {**s.public(), "account": a}
+                for s, a in zip(self.seats, self.accounts or [None] * len(self.seats), strict=True)
+            ],
         }
 
     @property
@@ -163,21 +196,34 @@ class Lobby:
         pools: tuple[str | None, ...],
         names: tuple[str, ...],
         deadline_ms: int,
+        *,
+        accounts: tuple[str | None, ...] = (),
+        creator: str = "",
+        forfeit_after: int = 0,
+        max_rounds: int = 0,
     ) -> LobbyMatch:
-        """Store a new lobby match; open seats wait for players, house bot seats are set."""
+        """Store a new lobby match; open seats wait for players, house bot seats are set, and
+        seats given an account in ``accounts`` are taken by it."""
         now = time.time()
         fields: dict[str, Any] = {
             "rules": JSON.encode(rules),
             "pools": msgspec.json.encode(list(pools)),
             "players": len(pools),
             "deadline_ms": deadline_ms,
+            "forfeit_after": forfeit_after,
+            "max_rounds": max_rounds,
             "created": repr(now),
+            "creator": creator,
         }
+        held = accounts or (None,) * len(pools)
         open_seats = 0
-        for seat, (pool, name) in enumerate(zip(pools, names, strict=True)):
+        for seat, (pool, name, account) in enumerate(zip(pools, names, held, strict=True)):
             fields[f"seat:{seat}"] = "bot" if pool is not None else "open"
             fields[f"name:{seat}"] = name
-            open_seats += pool is None
+            if account is not None:
+                fields[f"seat:{seat}"] = "taken"
+                fields[f"account:{seat}"] = account
+            open_seats += pool is None and account is None
         fields["open"] = open_seats
         fields["status"] = "open" if open_seats else "started"
         key = self.key(match_id)
@@ -190,7 +236,7 @@ class Lobby:
         return _parse(match_id, {k.encode(): _bytes(v) for k, v in fields.items()})
 
     async def join(
-        self, match_id: str, seat: int | None, name: str | None
+        self, match_id: str, seat: int | None, name: str | None, account: str | None = None
     ) -> tuple[LobbyMatch, int, str]:
         """Take a seat; return the match as it is now, the seat and its token (shown once).
 
@@ -206,7 +252,7 @@ class Lobby:
         reply = await JOIN(
             self.redis,
             [self.key(match_id), self.index(partition)],
-            [match_id, -1 if seat is None else seat, digest, name or ""],
+            [match_id, -1 if seat is None else seat, digest, name or "", account or ""],
         )
         code = int(reply[0])
         if code < 0:
@@ -227,6 +273,20 @@ class Lobby:
         if match is None:  # the record expired between the seat being taken and this read
             raise JoinError("no_match", f"no open match {match_id!r} in the lobby")
         return match, taken, token
+
+    async def cancel(self, match_id: str) -> bool | None:
+        """Call off a match still waiting for players: True; False if it has started; None if
+        there is no such match in the lobby."""
+        partition = self.topo.partition_of(match_id)
+        code = int(
+            await CANCEL(self.redis, [self.key(match_id), self.index(partition)], [match_id])
+        )
+        return None if code < 0 else code == 1
+
+    async def holder(self, match_id: str, seat: int) -> str | None:
+        """The account holding a seat, or None."""
+        raw = cast(bytes | None, await self.redis.hget(self.key(match_id), f"account:{seat}"))
+        return None if raw is None else raw.decode()
 
     async def get(self, match_id: str) -> LobbyMatch | None:
         """A lobby match, or None."""
@@ -281,4 +341,8 @@ def _parse(match_id: str, raw: dict[bytes, bytes]) -> LobbyMatch:
         deadline_ms=int(fields["deadline_ms"]),
         status=fields["status"],
         created=float(fields["created"]),
+        accounts=tuple(fields.get(f"account:{i}") for i in range(len(pools))),
+        creator=fields.get("creator", ""),
+        forfeit_after=int(fields.get("forfeit_after", 0)),
+        max_rounds=int(fields.get("max_rounds", 0)),
     )

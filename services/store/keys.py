@@ -175,6 +175,36 @@ class Keys:
             raise ValueError(f"invalid projection name {name!r}")
         return f"{self.prefix}:{self.tag(partition)}:proj:{name}"
 
+    # -- accounts: every key of one account shares the account id's hash tag -------------------
+
+    def _account_tag(self, account_id: str) -> str:
+        return self.tag(partition_of(account_id, self.partitions))
+
+    def account(self, account_id: str) -> str:
+        """An account's hash: its name, token hash, feed counter, banned flag."""
+        return f"{self.prefix}:{self._account_tag(account_id)}:acct:{account_id}"
+
+    def account_feed(self, account_id: str) -> str:
+        """An account's event stream (entry ids ``<n>-0``, n = 1, 2, 3 ...)."""
+        return f"{self.prefix}:{self._account_tag(account_id)}:acct:{account_id}:feed"
+
+    def account_live(self, account_id: str) -> str:
+        """The set of an account's matches that have started and not ended."""
+        return f"{self.prefix}:{self._account_tag(account_id)}:acct:{account_id}:live"
+
+    def account_name(self, skeleton: str) -> str:
+        """Which account holds a name (by its look-alike skeleton)."""
+        return f"{self.prefix}:{self.tag(partition_of(skeleton, self.partitions))}:name:{skeleton}"
+
+    def account_token(self, digest: str) -> str:
+        """Which account an API token (its SHA-256) opens."""
+        return f"{self.prefix}:{self.tag(partition_of(digest, self.partitions))}:atoken:{digest}"
+
+    @property
+    def accounts(self) -> str:
+        """The sorted set of every account id, by registration time."""
+        return f"{self.prefix}:accounts"
+
     def in_partition(self, key: str, partition: int) -> bool:
         """True when `key` hashes with the given partition's keys (same hash tag)."""
         return hash_tag(key) == f"p{partition}"

@@ -1,0 +1,175 @@
+"""Accounts' event feeds and live matches: the stream an outside bot follows to learn of its
+challenges and of its matches starting and ending.
+
+Each account has a Redis stream of events whose entry ids are ``<n>-0`` with n = 1, 2, 3 …
+(so a client resumes "after n", as on a seat stream), trimmed to the latest
+:data:`FEED_KEPT`, and the set of its live matches. A match joins the set when it starts and
+leaves it when it ends; each move into or out of the set is what writes the feed's
+``match_started`` or ``match_finished`` — in one script, so a repeated start or a refolded end
+never writes its event twice. The end is seen here, by a follower of the notification logs
+that the projector feeds (:class:`FinishedFeeds`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any, cast
+
+import msgspec
+import structlog
+
+from services.projections.projector import Bookends
+from services.redis.connection import Client
+from services.redis.lua import LuaScript
+from services.store.base import EventStore, Recorded
+from services.store.keys import Keys
+from services.store.projection import WriteOp
+
+log = structlog.get_logger()
+
+FEED_KEPT = 1000
+"""The most events an account's feed keeps; older ones are trimmed."""
+NAME = "accounts"
+
+_APPEND = """
+local n = redis.call('HINCRBY', KEYS[1], 'feed', 1)
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], n .. '-0', 'd', ARGV[1])
+return n
+"""
+APPEND = LuaScript(
+    """
+-- KEYS: the account's hash, its feed. ARGV: the event (JSON), how many to keep
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+"""
+    + _APPEND
+)
+STARTED = LuaScript(
+    """
+-- KEYS: the account's hash, its feed, its live set. ARGV: the event, keep, match id
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if redis.call('SADD', KEYS[3], ARGV[3]) == 0 then return 0 end
+"""
+    + _APPEND
+)
+FINISHED = LuaScript(
+    """
+-- KEYS: the account's hash, its feed, its live set. ARGV: the event, keep, match id
+if redis.call('SREM', KEYS[3], ARGV[3]) == 0 then return 0 end
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+"""
+    + _APPEND
+)
+_ENCODE = msgspec.json.Encoder()
+
+
+class AccountFeeds:
+    """Appends to and reads accounts' feeds and live sets."""
+
+    def __init__(self, redis: Client, keys: Keys, kept: int = FEED_KEPT) -> None:
+        self.redis = redis
+        self.keys = keys
+        self.kept = kept
+
+    def _keys(self, account_id: str) -> list[str]:
+        k = self.keys
+        return [k.account(account_id), k.account_feed(account_id), k.account_live(account_id)]
+
+    async def append(self, account_id: str, kind: str, body: dict[str, Any]) -> int:
+        """Add an event of type ``kind`` to the account's feed; return its id (0: no account)."""
+        data = _ENCODE.encode({"type": kind, "ts": round(time.time(), 3), **body})
+        return int(await APPEND(self.redis, self._keys(account_id)[:2], [data, self.kept]))
+
+    async def started(self, account_id: str, match_id: str, body: dict[str, Any]) -> int:
+        """The match started for the account: it joins the live set and the feed gets a
+        ``match_started`` (once, however often this is called); return the event's id or 0."""
+        data = _ENCODE.encode(
+            {"type": "match_started", "ts": round(time.time(), 3), "match_id": match_id, **body}
+        )
+        return int(await STARTED(self.redis, self._keys(account_id), [data, self.kept, match_id]))
+
+    async def finished(self, account_id: str, match_id: str, body: dict[str, Any]) -> int:
+        """The match ended: it leaves the live set and the feed gets a ``match_finished`` (once);
+        return the event's id or 0."""
+        data = _ENCODE.encode(
+            {"type": "match_finished", "ts": round(time.time(), 3), "match_id": match_id, **body}
+        )
+        return int(await FINISHED(self.redis, self._keys(account_id), [data, self.kept, match_id]))
+
+    async def live(self, account_id: str) -> list[str]:
+        """The account's matches that have started and not ended, sorted."""
+        raw = cast(set[bytes], await self.redis.smembers(self.keys.account_live(account_id)))
+        return sorted(m.decode() for m in raw)
+
+    async def read(self, account_id: str, after: int, count: int = 100) -> list[tuple[int, bytes]]:
+        """The feed's events after id ``after`` (at most ``count``), each as (id, JSON with its
+        ``id`` set)."""
+        entries = cast(
+            list[tuple[bytes, dict[bytes, bytes]]],
+            await self.redis.xrange(
+                self.keys.account_feed(account_id), f"({after}-0", "+", count=count
+            ),
+        )
+        out = []
+        for entry_id, fields in entries:
+            n = int(entry_id.split(b"-")[0])
+            data = fields[b"d"]
+            out.append((n, b'{"id":%d,%s' % (n, data[1:])))
+        return out
+
+    async def last(self, account_id: str) -> int:
+        """The id of the feed's latest event (0: none yet)."""
+        raw = await self.redis.hget(self.keys.account(account_id), "feed")
+        return int(raw or 0)
+
+
+class FinishedFeeds:
+    """A follower of the notification logs (fed by the projector): when a match with account
+    seats ends, each account's feed is told, and the match leaves its live set."""
+
+    name = NAME
+
+    def __init__(self, store: EventStore, feeds: AccountFeeds) -> None:
+        self.store = store
+        self.feeds = feeds
+        self.bookends = Bookends(store)
+
+    async def handle(
+        self, partition: int, entries: Sequence[tuple[str, Recorded]]
+    ) -> list[WriteOp]:
+        """Tell the accounts of every match that ended in this batch; nothing to commit with
+        the checkpoint (each write is idempotent on its own)."""
+        for _, record in entries:
+            if record.type not in ("match_created", "match_ended"):
+                continue
+            ends = await self.bookends.see(record)
+            if ends is None:
+                continue
+            accounts = getattr(ends.created, "accounts", ())
+            ended = ends.ended
+            rules = ends.created.rules
+            for seat, account in enumerate(accounts):
+                if account is None:
+                    continue
+                seats = [s for s, a in enumerate(accounts) if a == account]
+                if seat != seats[0]:
+                    continue
+                side = rules.side_of(seat)
+                result = (
+                    "none" if ended.winner is None else ("win" if ended.winner == side else "loss")
+                )
+                await self.feeds.finished(
+                    account,
+                    record.match_id,
+                    {
+                        "seats": seats,
+                        "side": side,
+                        "result": result,
+                        "winner": ended.winner,
+                        "scores": list(ended.scores),
+                        "reason": ended.reason,
+                        "players": list(ends.created.players),
+                    },
+                )
+                log.debug("account told match ended", match_id=record.match_id, account=account)
+        return []
