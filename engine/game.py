@@ -8,14 +8,17 @@ replays exactly from its events alone. Rule numbers refer to RULES.md.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Literal
 
 from engine.board import END_INDEX, Board
 from engine.rules import HAND_SIZE, round5
 from engine.state import MatchState
 from engine.tiles import format_tile, is_double, pips, tile, tile_set, weight
 from events.model import (
+    Abort,
     AnyCommand,
     AnyEvent,
+    CancelMatch,
     CreateMatch,
     DealRound,
     DrawTile,
@@ -36,10 +39,14 @@ from events.model import (
     TurnPassed,
     TurnTimedOut,
 )
-from events.vocabulary import END_NAMES, POOL_NAME, RulesError, Tile
+from events.vocabulary import ACCOUNT_ID, END_NAMES, POOL_NAME, RulesError, Tile
 
 MAX_NAME = 64
 MAX_DEADLINE_MS = 86_400_000
+
+Stop = Literal["resigned", "forfeit", "aborted", "cancelled"]
+"""The ways a match stops short of its end: each is the outcome of the round it cuts off and
+the reason the match ended."""
 
 
 class FoldError(ValueError):
@@ -72,13 +79,17 @@ def decide(state: MatchState | None, command: AnyCommand) -> list[AnyEvent] | Re
         return _reject("draw_in_express", "E1", "there is no drawing in Express")
     if state.phase == "over":
         return _reject("match_over", "C9", "the match is over")
+    if isinstance(command, CancelMatch):
+        return _stop(state, None, "cancelled", None)
     if isinstance(command, DealRound):
         return _deal(state, command)
     seat = command.seat
     if not 0 <= seat < state.rules.players:
         return _reject("no_such_seat", "C3", f"seat {seat} does not exist")
     if isinstance(command, Resign):
-        return _resign(state, seat)
+        return _concede(state, seat, "resigned")
+    if isinstance(command, Abort):
+        return _abort(state, seat)
     if state.phase != "playing":
         return _reject("round_over", "C10", "the round has ended; wait for the next deal")
     if seat != state.turn:
@@ -119,14 +130,25 @@ def _create(state: MatchState | None, command: CreateMatch) -> list[AnyEvent] | 
         return _reject("bad_players", "C3", "name a bot pool (or none) for every seat")
     if any(b is not None and not POOL_NAME.fullmatch(b) for b in command.bots):
         return _reject("bad_players", "C3", "bot pool names are 1-32 of a-z, 0-9, _ and -")
+    if command.accounts and len(command.accounts) != len(players):
+        return _reject("bad_players", "-", "name an account (or none) for every seat")
+    if any(a is not None and not ACCOUNT_ID.fullmatch(a) for a in command.accounts):
+        return _reject("bad_players", "-", "account ids are 1-64 of A-Z, a-z, 0-9, _ and -")
     if not 0 <= command.deadline_ms <= MAX_DEADLINE_MS:
         return _reject("bad_rules", "-", f"deadline_ms must be 0 to {MAX_DEADLINE_MS}")
+    if command.forfeit_after < 0:
+        return _reject("bad_rules", "-", "forfeit_after must be 0 (never) or more")
+    if command.max_rounds < 0:
+        return _reject("bad_rules", "-", "max_rounds must be 0 (no cap) or more")
     return [
         MatchCreated(
             rules=command.rules,
             players=players,
             bots=command.bots,
             deadline_ms=command.deadline_ms,
+            accounts=command.accounts,
+            forfeit_after=command.forfeit_after,
+            max_rounds=command.max_rounds,
         )
     ]
 
@@ -348,6 +370,9 @@ def _score(
     ]
     if scores[side] >= state.rules.target:  # C9
         events.append(MatchEnded(winner=side, scores=tuple(scores), reason="target"))
+    elif state.max_rounds and state.round >= state.max_rounds:  # the round cap (README)
+        best = _best_side(state, scores, None)
+        events.append(MatchEnded(winner=best, scores=tuple(scores), reason="rounds"))
     return events
 
 
@@ -374,29 +399,50 @@ def _round_end(
     )
 
 
-def _resign(state: MatchState, seat: int) -> list[AnyEvent]:
-    """The resigning side loses; the best other side wins (ties by C7 order)."""
-    rules = state.rules
-    loser = rules.side_of(seat)
-    order = [rules.side_of(s) for s in _nearness(state)]
-    winner = max((s for s in order if s != loser), key=lambda s: state.scores[s])
+def _best_side(state: MatchState, scores: Sequence[int], loser: int | None) -> int:
+    """The side with the highest score, ``loser`` left out; ties by nearness to the hand (C7)."""
+    order = [state.rules.side_of(s) for s in _nearness(state)]
+    return max((s for s in order if s != loser), key=lambda s: scores[s])  # max keeps the first
+
+
+def _concede(state: MatchState, seat: int, reason: Stop) -> list[AnyEvent]:
+    """The seat's side loses at once (it resigned, or forfeited by timing out); the best other
+    side wins (ties by C7 order)."""
+    return _stop(state, _best_side(state, state.scores, state.rules.side_of(seat)), reason, seat)
+
+
+def _abort(state: MatchState, seat: int) -> list[AnyEvent] | Rejection:
+    """Call the match off, unrated, if the seat's side has made no move of its own yet."""
+    if state.moved[state.rules.side_of(seat)]:
+        return _reject(
+            "too_late_to_abort",
+            "-",
+            f"seat {seat}'s side has already moved: a match is aborted only before that; resign",
+        )
+    return _stop(state, None, "aborted", seat)
+
+
+def _stop(state: MatchState, winner: int | None, reason: Stop, seat: int | None) -> list[AnyEvent]:
+    """End the match now: a round in progress ends with every hand shown and nothing scored
+    (C8). ``seat`` is the one that resigned, forfeited or aborted."""
     events: list[AnyEvent] = []
     if state.phase == "playing":
         hands = [set(h) for h in state.hands]
-        events.append(
-            _round_end(state, hands, state.stock, state.scores[:], "resigned", None, None, 0)
-        )
+        events.append(_round_end(state, hands, state.stock, state.scores[:], reason, None, None, 0))
     events.append(
-        MatchEnded(winner=winner, scores=tuple(state.scores), reason="resigned", resigned=seat)
+        MatchEnded(winner=winner, scores=tuple(state.scores), reason=reason, resigned=seat)
     )
     return events
 
 
 def _timeout(state: MatchState, command: TimeOutTurn) -> list[AnyEvent] | Rejection:
-    """The seat's default turn: draw until playable, then play the heaviest tile; else pass."""
+    """The seat's default turn: draw until playable, then play the heaviest tile; else pass.
+    The timeout that makes ``forfeit_after`` in a row forfeits the match instead."""
     if command.version != state.version:
         return _reject("stale_timeout", "-", "the turn this deadline was set for has passed")
     events: list[AnyEvent] = [TurnTimedOut(seat=command.seat)]
+    if state.forfeit_after and state.timeouts[command.seat] + 1 >= state.forfeit_after:
+        return events + _concede(state, command.seat, "forfeit")
     s = state.copy()
     evolve(s, events[0])
     while s.phase == "playing" and s.turn == command.seat:
@@ -487,11 +533,15 @@ def evolve(state: MatchState | None, event: AnyEvent) -> MatchState:
         if state.phase != "playing" or event.seat != state.turn:
             raise _not_to_move(state, event, event.seat)
         _void(state, event.seat)  # a pass shows the seat holds none of the open numbers
+        _moved(state, event.seat)
+        state.defaulting = None
         state.turn = (event.seat + 1) % state.rules.players
         state.history.append(event)
     elif isinstance(event, TurnTimedOut):
         if state.phase != "playing" or event.seat != state.turn:
             raise _not_to_move(state, event, event.seat)
+        state.timeouts[event.seat] += 1
+        state.defaulting = event.seat  # the moves that follow are made for it
         state.history.append(event)
     elif isinstance(event, RoundStarted):
         _started(state, event)
@@ -525,11 +575,27 @@ def _created(state: MatchState | None, event: MatchCreated) -> MatchState:
             f"event 1 (match_created): {len(event.players)} players named for "
             f"{event.rules.players} seats (C3)"
         )
+    if event.accounts and len(event.accounts) != len(event.players):
+        raise FoldError(
+            f"event 1 (match_created): {len(event.accounts)} accounts named for "
+            f"{len(event.players)} seats"
+        )
     s = MatchState(event.rules, event.players)
     s.bots = event.bots
     s.deadline_ms = event.deadline_ms
+    s.accounts = event.accounts
+    s.forfeit_after = event.forfeit_after
+    s.max_rounds = event.max_rounds
     s.version = 1
     return s
+
+
+def _moved(s: MatchState, seat: int) -> None:
+    """Count a move of ``seat``: its own ends its run of timeouts and shows its side has
+    moved; a default move made for it after a timeout does neither."""
+    if s.defaulting != seat:
+        s.timeouts[seat] = 0
+        s.moved[s.rules.side_of(seat)] = True
 
 
 def _not_to_move(s: MatchState, event: AnyEvent, seat: int) -> FoldError:
@@ -574,6 +640,8 @@ def _played(s: MatchState, event: TilePlayed) -> None:
     else:
         board.place(t, end, straight)
     hand.remove(t)
+    _moved(s, seat)
+    s.defaulting = None
     if event.points:  # S4: only Straight scores during play
         s.scores[rules.side_of(seat)] += event.points
     s.played.append(t)
@@ -599,6 +667,7 @@ def _drawn(s: MatchState, event: TileDrawn) -> None:
             f"{format_tile(s.stock[0])}",
         )
     s.voids[event.seat].clear()  # the drawn tile is hidden: it may show any number
+    _moved(s, event.seat)
     s.hands[event.seat].add(s.stock.pop(0))
     s.history.append(event)
 
@@ -658,6 +727,7 @@ def _round_ended(s: MatchState, event: RoundEnded) -> None:
     if len(event.scores) != s.rules.sides:
         raise _cannot_follow(s, event, f"{len(event.scores)} scores for {s.rules.sides} sides")
     s.phase = "dealing"
+    s.defaulting = None
     s.scores = list(event.scores)
     s.prev_leader = s.leader
     s.prev_winner = event.winner
@@ -670,7 +740,12 @@ def _match_ended(s: MatchState, event: MatchEnded) -> None:
         raise _cannot_follow(s, event, "the match is already over")
     if len(event.scores) != s.rules.sides:
         raise _cannot_follow(s, event, f"{len(event.scores)} scores for {s.rules.sides} sides")
-    if not 0 <= event.winner < s.rules.sides:
+    unplayed = event.reason in ("aborted", "cancelled")
+    if event.winner is None and not unplayed:
+        raise _cannot_follow(s, event, f"a match that ends by {event.reason} names its winner")
+    if event.winner is not None and unplayed:
+        raise _cannot_follow(s, event, f"an {event.reason} match has no winner")
+    if event.winner is not None and not 0 <= event.winner < s.rules.sides:
         raise _cannot_follow(s, event, f"side {event.winner} does not exist (C3)")
     s.phase = "over"
     s.scores = list(event.scores)

@@ -15,14 +15,19 @@ class MatchState:
     """
 
     __slots__ = (
+        "accounts",
         "board",
         "bots",
         "deadline_ms",
+        "defaulting",
         "forced_lead",
+        "forfeit_after",
         "hands",
         "history",
         "last_round",
         "leader",
+        "max_rounds",
+        "moved",
         "phase",
         "played",
         "players",
@@ -33,6 +38,7 @@ class MatchState:
         "rules",
         "scores",
         "stock",
+        "timeouts",
         "turn",
         "version",
         "voids",
@@ -44,6 +50,12 @@ class MatchState:
         self.version = 0  # events folded so far
         self.bots: tuple[str | None, ...] = ()  # house bot pool by seat (service setting)
         self.deadline_ms = 0  # each turn's time limit (service setting)
+        self.accounts: tuple[str | None, ...] = ()  # the account holding each seat, if any
+        self.forfeit_after = 0  # timeouts in a row that forfeit the match (0: never)
+        self.max_rounds = 0  # rounds after which the match ends (0: no cap)
+        self.timeouts = [0] * rules.players  # by seat: turns timed out in a row
+        self.moved = [False] * rules.sides  # by side: whether it has made a move of its own
+        self.defaulting: int | None = None  # the seat whose default move is being recorded
         self.phase: Phase = "dealing"
         self.round = 0
         self.scores = [0] * rules.sides
@@ -69,6 +81,12 @@ class MatchState:
         s.version = self.version
         s.bots = self.bots
         s.deadline_ms = self.deadline_ms
+        s.accounts = self.accounts
+        s.forfeit_after = self.forfeit_after
+        s.max_rounds = self.max_rounds
+        s.timeouts = self.timeouts[:]
+        s.moved = self.moved[:]
+        s.defaulting = self.defaulting
         s.phase = self.phase
         s.round = self.round
         s.scores = self.scores[:]

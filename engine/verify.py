@@ -9,8 +9,10 @@ import msgspec
 from engine.game import FoldError, decide, evolve
 from engine.state import MatchState
 from events.model import (
+    Abort,
     AnyCommand,
     AnyEvent,
+    CancelMatch,
     CreateMatch,
     DealRound,
     DrawTile,
@@ -29,6 +31,10 @@ from events.model import (
     TurnTimedOut,
 )
 
+CUT_SHORT = frozenset({"resigned", "aborted", "cancelled"})
+"""Outcomes of a round cut off by a command that ends the match: the round's end is recorded
+first, then the match's, which says what the command was."""
+
 
 class Discrepancy(msgspec.Struct, frozen=True, kw_only=True):
     """The first event (1-based version) where the log and the engine part ways, and why."""
@@ -46,6 +52,9 @@ def command_for(state: MatchState | None, event: AnyEvent) -> AnyCommand | None:
             players=event.players,
             bots=event.bots,
             deadline_ms=event.deadline_ms,
+            accounts=event.accounts,
+            forfeit_after=event.forfeit_after,
+            max_rounds=event.max_rounds,
         )
     if isinstance(event, RoundStarted):
         if event.stock is None or any(h is None for h in event.hands):
@@ -60,10 +69,24 @@ def command_for(state: MatchState | None, event: AnyEvent) -> AnyCommand | None:
         return PassTurn(seat=event.seat)
     if isinstance(event, TurnTimedOut):
         return TimeOutTurn(seat=event.seat, version=state.version if state else 0)
-    if isinstance(event, RoundEnded) and event.outcome == "resigned":
-        return None  # its Resign is found from the MatchEnded that follows
-    if isinstance(event, MatchEnded) and event.reason == "resigned" and event.resigned is not None:
+    if isinstance(event, RoundEnded) and event.outcome in CUT_SHORT:
+        return None  # its command is found from the MatchEnded that follows
+    if isinstance(event, MatchEnded):
+        return _ending_command(event)
+    return None
+
+
+def _ending_command(event: MatchEnded) -> AnyCommand | None:
+    """The command that ends a match by itself (a forfeit follows a timeout, and the other
+    ends follow a move: their commands open with those)."""
+    if event.reason == "cancelled":
+        return CancelMatch()
+    if event.resigned is None:
+        return None
+    if event.reason == "resigned":
         return Resign(seat=event.resigned)
+    if event.reason == "aborted":
+        return Abort(seat=event.resigned)
     return None
 
 
@@ -74,8 +97,8 @@ def verify(events: Sequence[AnyEvent]) -> Discrepancy | None:
     while i < len(events):
         event = events[i]
         start = i
-        if isinstance(event, RoundEnded) and event.outcome == "resigned" and i + 1 < len(events):
-            event = events[i + 1]  # a resignation records the round's end, then the match's
+        if isinstance(event, RoundEnded) and event.outcome in CUT_SHORT and i + 1 < len(events):
+            event = events[i + 1]  # e.g. a resignation records the round's end, then the match's
         command = command_for(state, event)
         if command is None:
             return Discrepancy(

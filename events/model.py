@@ -24,12 +24,19 @@ class CreateMatch(Command, frozen=True, tag="create_match"):
 
     ``bots`` names, by seat, the pool of house bots that plays it (None: an external player);
     empty means every seat is external. ``deadline_ms`` is each turn's time limit (0: none).
+    ``accounts`` names, by seat, the account holding it (None: a house bot or a guest); empty
+    means none. A seat that times out ``forfeit_after`` turns in a row forfeits the match for
+    its side (0: never); the match ends after ``max_rounds`` rounds even if no side reached the
+    target (0: no cap).
     """
 
     rules: Rules
     players: tuple[str, ...]
     bots: tuple[str | None, ...] = ()
     deadline_ms: int = 0
+    accounts: tuple[str | None, ...] = ()
+    forfeit_after: int = 0
+    max_rounds: int = 0
 
 
 class DealRound(Command, frozen=True, tag="deal_round"):
@@ -77,7 +84,28 @@ class TimeOutTurn(Command, frozen=True, tag="time_out_turn"):
     version: int
 
 
-AnyCommand = CreateMatch | DealRound | PlayTile | DrawTile | PassTurn | Resign | TimeOutTurn
+class Abort(Command, frozen=True, tag="abort"):
+    """Call the match off, unrated: allowed only while the seat's side has made no move of its
+    own (a default move after a timeout is not its own)."""
+
+    seat: int
+
+
+class CancelMatch(Command, frozen=True, tag="cancel_match"):
+    """The operator calls a live match off, unrated."""
+
+
+AnyCommand = (
+    CreateMatch
+    | DealRound
+    | PlayTile
+    | DrawTile
+    | PassTurn
+    | Resign
+    | TimeOutTurn
+    | Abort
+    | CancelMatch
+)
 Move = PlayTile | DrawTile | PassTurn
 """The commands a seat makes on its turn."""
 
@@ -87,12 +115,15 @@ class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
 
 
 class MatchCreated(Event, frozen=True, tag="match_created"):
-    """A match opened; its rules and seats are stored here, whole."""
+    """A match opened; its rules and seats are stored here, whole (see :class:`CreateMatch`)."""
 
     rules: Rules
     players: tuple[str, ...]
     bots: tuple[str | None, ...] = ()
     deadline_ms: int = 0
+    accounts: tuple[str | None, ...] = ()
+    forfeit_after: int = 0
+    max_rounds: int = 0
 
 
 class RoundStarted(Event, frozen=True, tag="round_started"):
@@ -138,7 +169,8 @@ class TurnTimedOut(Event, frozen=True, tag="turn_timed_out"):
     seat: int
 
 
-Outcome = Literal["domino", "blocked", "target", "resigned"]
+Outcome = Literal["domino", "blocked", "target", "resigned", "forfeit", "aborted", "cancelled"]
+"""How a round ended; the last four end the match in the middle of a round (every hand shown)."""
 
 
 class RoundEnded(Event, frozen=True, tag="round_ended"):
@@ -155,13 +187,20 @@ class RoundEnded(Event, frozen=True, tag="round_ended"):
     scores: tuple[int, ...]  # every side's match score after this round
 
 
-class MatchEnded(Event, frozen=True, tag="match_ended"):
-    """The match is over (C9): a side reached the target, or a side resigned."""
+EndReason = Literal["target", "resigned", "forfeit", "rounds", "aborted", "cancelled"]
+"""Why a match ended: a side reached the target (C9), a seat resigned, a seat timed out
+``forfeit_after`` turns in a row, the last of ``max_rounds`` rounds was played, a seat aborted
+before its side moved, or the operator cancelled it. Aborted and cancelled matches have no
+winner."""
 
-    winner: int  # the winning side
+
+class MatchEnded(Event, frozen=True, tag="match_ended"):
+    """The match is over: how it ended, and the winning side (None: aborted or cancelled)."""
+
+    winner: int | None  # the winning side
     scores: tuple[int, ...]
-    reason: Literal["target", "resigned"]
-    resigned: int | None = None
+    reason: EndReason
+    resigned: int | None = None  # the seat that resigned, forfeited or aborted
 
 
 AnyEvent = (
@@ -195,6 +234,7 @@ Reason = Literal[
     "bad_players",
     "bad_rules",
     "stale_timeout",
+    "too_late_to_abort",
     "bad_command",
     "conflict",
 ]

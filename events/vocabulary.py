@@ -16,6 +16,9 @@ import msgspec
 POOL_NAME = re.compile(r"[a-z0-9_\-]{1,32}")
 """What a pool of house bots may be called (it names a turns stream: no braces or spaces)."""
 
+ACCOUNT_ID = re.compile(r"[A-Za-z0-9_\-]{1,64}")
+"""What an account id may be (it keys results and ratings: no colon, so never ``house:<pool>``)."""
+
 Tile = tuple[int, int]
 """A tile as ``(low, high)`` with ``low <= high``; every tile in the engine is normalized."""
 

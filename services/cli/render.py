@@ -105,6 +105,9 @@ def describe(state: MatchState, event: AnyEvent) -> list[str]:
             "blocked": f"blocked, seat {event.winner}'s side has the lowest count",
             "target": f"seat {event.winner} reaches the target during play",
             "resigned": "a seat resigned",
+            "forfeit": "a seat forfeited",
+            "aborted": "the match was aborted",
+            "cancelled": "the match was cancelled",
         }[event.outcome]
         if event.side is not None and event.points:
             how += f"; {side_name(state, event.side)} scores {event.points}"
@@ -115,11 +118,22 @@ def describe(state: MatchState, event: AnyEvent) -> list[str]:
             f"  scores: {score_line(state, event.scores)}",
         ]
     if isinstance(event, MatchEnded):
-        why = "reached the target" if event.reason == "target" else "won by resignation"
-        return [
-            f"Match over: {side_name(state, event.winner)} {why}, {score_line(state, event.scores)}"
-        ]
+        return [f"Match over: {ending(state, event)}, {score_line(state, event.scores)}"]
     assert_never(event)
+
+
+def ending(state: MatchState, event: MatchEnded) -> str:
+    """How a match ended, e.g. ``seat 1 forfeited …, seat 0 won`` or ``aborted by seat 1``."""
+    seat = "a seat" if event.resigned is None else f"seat {event.resigned}"
+    winner = "nobody" if event.winner is None else side_name(state, event.winner)
+    return {
+        "target": f"{winner} reached the target",
+        "resigned": f"{seat} resigned, {winner} won",
+        "forfeit": f"{seat} forfeited ({state.forfeit_after} timeouts in a row), {winner} won",
+        "rounds": f"{winner} won on points after {state.round} rounds",
+        "aborted": f"aborted by {seat}, unrated",
+        "cancelled": "cancelled, unrated",
+    }[event.reason]
 
 
 def score_line(state: MatchState, scores: tuple[int, ...] | list[int]) -> str:

@@ -37,7 +37,7 @@ class Played:
     match_id: str
     seats: tuple[str, ...]
     sides: tuple[int, ...]  # each seat's side
-    winner: int
+    winner: int | None  # None: called off (aborted or cancelled), left out of the standings
     scores: tuple[int, ...]  # by side
     rounds: int
     moves: int
@@ -79,6 +79,8 @@ def standings(results: Sequence[Played]) -> list[Standing]:
     """Wins and points by strategy over the matches, best win rate first."""
     rows: dict[str, list[int]] = {}
     for r in results:
+        if r.winner is None:
+            continue  # a match called off says nothing of the strategies
         entries = sorted(set(zip(r.seats, r.sides, strict=True)))
         total = sum(r.scores)
         for name, side in entries:

@@ -46,7 +46,7 @@ class MatchResult(msgspec.Struct, frozen=True, kw_only=True):
     family: str
     players: tuple[str, ...]
     sides: tuple[int, ...]  # each seat's side
-    winner: int  # the winning side
+    winner: int | None  # the winning side; None: aborted or cancelled, unrated
     scores: tuple[int, ...]  # by side
 
 
@@ -100,6 +100,8 @@ def rate(results: Iterable[MatchResult], model: PlackettLuce | None = None) -> l
     rated: dict[Key, int] = {}
     won: dict[Key, int] = {}
     for result in sorted(results, key=lambda r: (r.ended, r.match_id)):
+        if result.winner is None:
+            continue  # called off: no result to rate
         teams: list[list[Key]] = [[] for _ in result.scores]
         for name, side in zip(result.players, result.sides, strict=True):
             teams[side].append((result.family, name))

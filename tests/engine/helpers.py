@@ -91,10 +91,20 @@ def parse_move(text: str) -> Move:
 class Table:
     """One match driven by scripted commands; ``state`` is the engine's, ``log`` every event."""
 
-    def __init__(self, family: str = "express", **options: object) -> None:
+    def __init__(
+        self,
+        family: str = "express",
+        *,
+        forfeit_after: int = 0,
+        max_rounds: int = 0,
+        **options: object,
+    ) -> None:
         rules = Rules.make(family, **options)  # type: ignore[arg-type]
         names = tuple(f"p{seat}" for seat in range(rules.players))
-        state, events = apply(None, CreateMatch(rules=rules, players=names))
+        create = CreateMatch(
+            rules=rules, players=names, forfeit_after=forfeit_after, max_rounds=max_rounds
+        )
+        state, events = apply(None, create)
         self.state: MatchState = state
         self.log: list[AnyEvent] = list(events)
 

@@ -2,17 +2,18 @@
 
 The gateway encodes its own lines (the engine's View, the stored events); the SDK decodes them
 into its own structs. Over every line a gateway would send — to each seat and to a spectator,
-after every event of matches played by the engine in every family, with timeouts and a
-resignation — the SDK's decoding holds every field the server encoded, and re-encodes to the
-very same bytes. The paired structs' JSON schemas match too, so a field added on one side and
-not the other fails here before any bot sees it.
+after every event of matches played by the engine in every family, with timeouts, and ended
+every way a match ends (target, resignation, forfeit, round cap, abort, cancel) — the SDK's
+decoding holds every field the server encoded, and re-encodes to the very same bytes. The
+paired structs' JSON schemas match too, so a field added on one side and not the other fails
+here before any bot sees it.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Iterator
-from typing import Any, get_args
+from typing import Any, Literal, get_args
 
 import domino_sdk
 import msgspec
@@ -25,22 +26,40 @@ from engine.state import MatchState
 from engine.strategy import GreedyStrategy, RandomStrategy, Strategy
 from engine.views import OpenEnd, View, redact, view_for
 from events import model
-from events.model import AnyCommand, CreateMatch, Rejection, Resign, TimeOutTurn
+from events.model import (
+    Abort,
+    AnyCommand,
+    CancelMatch,
+    CreateMatch,
+    EndReason,
+    Rejection,
+    Resign,
+    TimeOutTurn,
+)
 from services.core.dealer import deal
 from services.gateway.protocol import EventLine, Line, MoveBody, Snapshot, TurnLine, frame
 
 pytestmark = pytest.mark.service
 
-MATCHES: list[tuple[Rules, bool, int | None]] = [  # rules, timeouts, resign at command n
-    (Rules.make("express", players=4, target=60), False, None),
-    (Rules.make("express", players=2, target=60), True, None),
-    (Rules.make("express", players=3, target=40, next_leader="rotate"), False, None),
-    (Rules.make("express", players=2, top=9, target=60), False, 30),
-    (Rules.make("straight", players=2, target=100), True, None),
-    (Rules.make("straight", players=3, top=9, target=100), False, None),
-    (Rules.make("straight", players=4, partners=True, target=100), False, 45),
-    (Rules.make("straight", players=2, target=100, reveal_stock=True), True, None),
-    (Rules.make("straight", players=2, top=12, target=100), False, None),
+Stop = tuple[int, Literal["resign", "abort", "cancel"]]
+"""At command n, the seat to move resigns or aborts, or the operator cancels."""
+Settings = dict[str, int]
+"""``forfeit_after`` and ``max_rounds`` for the match."""
+
+MATCHES: list[tuple[Rules, bool, Stop | None, Settings]] = [  # rules, timeouts, stop, settings
+    (Rules.make("express", players=4, target=60), False, None, {}),
+    (Rules.make("express", players=2, target=60), True, None, {}),
+    (Rules.make("express", players=3, target=40, next_leader="rotate"), False, None, {}),
+    (Rules.make("express", players=2, top=9, target=60), False, (30, "resign"), {}),
+    (Rules.make("straight", players=2, target=100), True, None, {}),
+    (Rules.make("straight", players=3, top=9, target=100), False, None, {}),
+    (Rules.make("straight", players=4, partners=True, target=100), False, (45, "resign"), {}),
+    (Rules.make("straight", players=2, target=100, reveal_stock=True), True, None, {}),
+    (Rules.make("straight", players=2, top=12, target=100), False, None, {}),
+    (Rules.make("express", players=2, target=100), True, None, {"forfeit_after": 1}),
+    (Rules.make("straight", players=2, target=250), False, None, {"max_rounds": 2}),
+    (Rules.make("express", players=4, target=60), False, (1, "abort"), {}),
+    (Rules.make("straight", players=3, target=100), False, (20, "cancel"), {}),
 ]
 SEEDS = range(4)
 MATCH = "m-wire"
@@ -51,10 +70,12 @@ SDK_LINES = {
 }
 
 
-def played(rules: Rules, seed: int, timeouts: bool, resign_at: int | None) -> Iterator[Line]:
+def played(
+    rules: Rules, seed: int, timeouts: bool, stop: Stop | None, settings: Settings
+) -> Iterator[Line]:
     """Every line a gateway could send to every seat and a spectator as the engine plays a
     match: each event and the view after it, and each turn; a seat sometimes runs out of
-    time, and with ``resign_at`` the seat to move resigns at that command."""
+    time, and with ``stop`` the match is stopped at that command."""
     rng = random.Random(seed)
     strategies: list[Strategy] = [
         GreedyStrategy(seed + s) if s % 2 else RandomStrategy(seed + s)
@@ -64,7 +85,10 @@ def played(rules: Rules, seed: int, timeouts: bool, resign_at: int | None) -> It
     yield Snapshot(id=0, match_id=MATCH, seat=1, view=None)  # a match waiting for players
     players = tuple(f"player-{s}" for s in range(rules.players))
     bots = ("random", *(None for _ in range(1, rules.players)))
-    command: AnyCommand = CreateMatch(rules=rules, players=players, bots=bots, deadline_ms=5000)
+    accounts = (None, "u-0123456789ab", *(None for _ in range(2, rules.players)))
+    command: AnyCommand = CreateMatch(
+        rules=rules, players=players, bots=bots, accounts=accounts, deadline_ms=5000, **settings
+    )
     state: MatchState | None = None
     commands = 0
     while True:
@@ -84,17 +108,25 @@ def played(rules: Rules, seed: int, timeouts: bool, resign_at: int | None) -> It
             deadline = rng.uniform(1.7e9, 1.8e9)  # seconds since the epoch
             yield TurnLine(id=state.version, view=view_for(state, state.turn), deadline=deadline)
         commands += 1
-        resign = resign_at is not None and commands >= resign_at
-        command = _next_command(state, strategies, rng, timeouts, resign)
+        stopping = None if stop is None or commands < stop[0] else stop[1]
+        command = _next_command(state, strategies, rng, timeouts, stopping)
 
 
 def _next_command(
-    state: MatchState, strategies: list[Strategy], rng: random.Random, timeouts: bool, resign: bool
+    state: MatchState,
+    strategies: list[Strategy],
+    rng: random.Random,
+    timeouts: bool,
+    stop: Literal["resign", "abort", "cancel"] | None,
 ) -> AnyCommand:
     if state.phase == "dealing":
         return deal(state.rules, rng)
     assert state.turn is not None
-    if resign:
+    if stop == "cancel":
+        return CancelMatch()
+    if stop == "abort":
+        return Abort(seat=state.turn)
+    if stop == "resign":
         return Resign(seat=state.turn)
     if timeouts and rng.random() < 0.1:
         return TimeOutTurn(seat=state.turn, version=state.version)
@@ -103,9 +135,9 @@ def _next_command(
 
 def lines() -> Iterator[Line]:
     """The lines of every match of MATCHES, each dealt and played from every seed."""
-    for rules, timeouts, resign_at in MATCHES:
+    for rules, timeouts, stop, settings in MATCHES:
         for seed in SEEDS:
-            yield from played(rules, seed, timeouts, resign_at)
+            yield from played(rules, seed, timeouts, stop, settings)
 
 
 def test_every_line_the_gateway_sends_decodes_as_the_sdks_structs_with_every_field_equal() -> None:
@@ -124,7 +156,7 @@ def test_every_line_the_gateway_sends_decodes_as_the_sdks_structs_with_every_fie
             if isinstance(decoded.event, domino_sdk.MatchEnded):
                 endings.add(decoded.event.reason)
     assert seen == {t.__name__ for t in get_args(model.AnyEvent)}  # every event type was sent
-    assert endings == {"target", "resigned"}
+    assert endings == set(get_args(EndReason))  # every way a match ends was sent
 
 
 def test_every_legal_move_in_an_sdk_view_is_a_move_the_gateway_accepts_as_posted() -> None:

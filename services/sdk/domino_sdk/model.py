@@ -23,7 +23,13 @@ End = Literal["left", "right", "up", "down"]
 
 Family = Literal["express", "straight"]
 NextLeader = Literal["after_winner", "rotate"]
-Outcome = Literal["domino", "blocked", "target", "resigned"]
+Outcome = Literal["domino", "blocked", "target", "resigned", "forfeit", "aborted", "cancelled"]
+"""How a round ended; the last four end the match in the middle of a round (every hand shown)."""
+EndReason = Literal["target", "resigned", "forfeit", "rounds", "aborted", "cancelled"]
+"""Why a match ended: a side reached the target, a seat resigned, a seat timed out
+``forfeit_after`` turns in a row, the last of ``max_rounds`` rounds was played, a seat aborted
+before its side moved, or the operator cancelled it. Aborted and cancelled matches have no
+winner."""
 
 
 class Rules(msgspec.Struct, frozen=True, kw_only=True):
@@ -82,13 +88,18 @@ class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
 
 
 class MatchCreated(Event, frozen=True, tag="match_created"):
-    """A match opened: its rules, and by seat the players' names and house bot pools (None: a
-    seat played from outside)."""
+    """A match opened: its rules, and by seat the players' names, house bot pools (None: a
+    seat played from outside) and accounts (None: a house bot or a guest). A seat that times
+    out ``forfeit_after`` turns in a row forfeits (0: never); the match ends after
+    ``max_rounds`` rounds (0: no cap)."""
 
     rules: Rules
     players: tuple[str, ...]
     bots: tuple[str | None, ...] = ()
     deadline_ms: int = 0
+    accounts: tuple[str | None, ...] = ()
+    forfeit_after: int = 0
+    max_rounds: int = 0
 
 
 class RoundStarted(Event, frozen=True, tag="round_started"):
@@ -147,12 +158,12 @@ class RoundEnded(Event, frozen=True, tag="round_ended"):
 
 
 class MatchEnded(Event, frozen=True, tag="match_ended"):
-    """The match is over (C9): a side reached the target, or a side resigned."""
+    """The match is over: how it ended, and the winning side (None: aborted or cancelled)."""
 
-    winner: int  # the winning side
+    winner: int | None  # the winning side
     scores: tuple[int, ...]
-    reason: Literal["target", "resigned"]
-    resigned: int | None = None
+    reason: EndReason
+    resigned: int | None = None  # the seat that resigned, forfeited or aborted
 
 
 AnyEvent = (
