@@ -13,12 +13,15 @@ from engine.game import decide, evolve, legal_moves, replay
 from engine.rules import Rules
 from engine.state import MatchState
 from engine.tiles import full_set
+from engine.verify import verify
 from engine.views import public_view, redact, view_for
 from events.codec import JSON, MSGPACK
 from events.envelope import Envelope
 from events.model import (
+    Abort,
     AnyCommand,
     AnyEvent,
+    CancelMatch,
     CreateMatch,
     DrawTile,
     PassTurn,
@@ -28,6 +31,7 @@ from events.model import (
     RoundStarted,
     TileDrawn,
     TilePlayed,
+    TimeOutTurn,
 )
 from events.vocabulary import END_NAMES
 from services.core.dealer import deal
@@ -215,3 +219,71 @@ def test_a_resignation_ends_the_match_for_the_other_side(game: tuple[Rules, int]
         end = result[-1]
         assert end.__struct_config__.tag == "match_ended"
         assert getattr(end, "winner", None) != rules.side_of(seat)
+
+
+def _unruly(state: MatchState, rng: random.Random) -> AnyCommand:
+    """A command of a match that may end early: often a timeout, now and then an abort by any
+    seat (refused once its side has moved) or the operator's cancel, else a legal move."""
+    r = rng.random()
+    if r < 0.3:
+        return TimeOutTurn(seat=state.turn, version=state.version)
+    if r < 0.33:
+        return Abort(seat=rng.randrange(state.rules.players))
+    if r < 0.335:
+        return CancelMatch()
+    return rng.choice(legal_moves(state))
+
+
+@fast
+@given(games, st.integers(0, 3), st.integers(0, 3))
+def test_every_way_a_match_ends_replays_verifies_and_names_a_fair_winner(
+    game: tuple[Rules, int], forfeit_after: int, max_rounds: int
+) -> None:
+    """README (forfeit, round cap, abort, cancel): random matches with timeouts, aborts and
+    cancels. Every log replays to the live state and verifies; an abort is refused only once
+    the seat's side has moved; a called-off match has no winner; a resigning or forfeiting
+    side never wins and the winner has the best score of the rest; after the round cap the
+    best score wins (C7 on ties)."""
+    rules, seed = game
+    rng = random.Random(seed)
+    players = tuple("abcd"[: rules.players])
+    command: AnyCommand = CreateMatch(
+        rules=rules, players=players, forfeit_after=forfeit_after, max_rounds=max_rounds
+    )
+    state: MatchState | None = None
+    log: list[AnyEvent] = []
+    for _ in range(300):
+        result = decide(state, command)
+        if isinstance(result, Rejection):
+            assert isinstance(command, Abort) and result.reason == "too_late_to_abort"
+            assert state is not None and state.moved[rules.side_of(command.seat)]
+        else:
+            for event in result:
+                state = evolve(state, event)
+            log.extend(result)
+        assert state is not None
+        if state.phase == "over":
+            break
+        command = deal(rules, rng) if state.phase == "dealing" else _unruly(state, rng)
+    assert state is not None
+    assert verify(log) is None
+    assert view_for(replay(log), 0) == view_for(state, 0)
+    assert all(n < forfeit_after for n in state.timeouts) or state.phase == "over"
+    ended = state.result
+    if ended is None:
+        return
+    scores = ended.scores
+    if ended.reason in ("aborted", "cancelled"):
+        assert ended.winner is None
+        return
+    assert ended.winner is not None
+    if ended.reason in ("resigned", "forfeit"):
+        assert ended.resigned is not None
+        loser = rules.side_of(ended.resigned)
+        assert ended.winner != loser
+        assert scores[ended.winner] == max(p for side, p in enumerate(scores) if side != loser)
+    if ended.reason == "rounds":
+        assert state.round == max_rounds
+        assert scores[ended.winner] == max(scores)
+    if ended.reason == "forfeit":
+        assert state.timeouts[ended.resigned] == forfeit_after
