@@ -399,16 +399,20 @@ def cmd_matches(args: argparse.Namespace) -> int:
 
 
 def cmd_results(args: argparse.Namespace) -> int:
-    """Print results by player name over every finished match."""
+    """Print results by account, house bot pool and guest over every finished match."""
     settings = _settings()
 
     async def work(redis: Redis) -> int:
-        rows = await Queries(redis, settings).results()
-        print(f"{'player':<20} {'played':>6} {'won':>5} {'for':>7} {'against':>8}")
-        for name, r in sorted(rows.items(), key=lambda kv: -kv[1].get("won", 0)):
+        lines = await Queries(redis, settings).results()
+        print(
+            f"{'player':<20} {'id':<20} {'played':>6} {'won':>5} {'for':>7} {'against':>8} "
+            f"{'aborted':>7} {'cancelled':>9}"
+        )
+        for r in lines:
+            who = "guest (unrated)" if r.kind == "guest" else r.key
             print(
-                f"{shown(name):<20} {r.get('played', 0):>6} {r.get('won', 0):>5} "
-                f"{r.get('points_for', 0):>7} {r.get('points_against', 0):>8}"
+                f"{shown(r.name):<20} {shown(who):<20} {r.played:>6} {r.won:>5} "
+                f"{r.points_for:>7} {r.points_against:>8} {r.aborted:>7} {r.cancelled:>9}"
             )
         return 0
 
@@ -507,7 +511,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=50, help="the latest N (default 50)")
     p.set_defaults(func=cmd_matches)
 
-    p = sub.add_parser("results", help="results by player name, over every finished match")
+    p = sub.add_parser(
+        "results", help="results by account, house bot pool and guest, over every finished match"
+    )
     p.set_defaults(func=cmd_results)
 
     p = sub.add_parser("settings", help="print every setting's variable, default and meaning")

@@ -53,7 +53,9 @@ def register(sub: Any) -> None:
     p.add_argument("--timeout", type=float, default=3600.0, help="give up after this many s")
     p.set_defaults(func=cmd_tournament)
 
-    p = sub.add_parser("ratings", help="ratings by player name over every finished match")
+    p = sub.add_parser(
+        "ratings", help="ratings of accounts and house bot pools over every finished match"
+    )
     p.add_argument("--rules", choices=("express", "straight"), help="one game's table only")
     p.add_argument("--rebuild", action="store_true", help="refold them from the whole log first")
     p.set_defaults(func=cmd_ratings)
@@ -196,19 +198,21 @@ async def _ratings(
 
 
 def print_ratings(console: Console, rows: Sequence[Rating], family: str | None = None) -> None:
-    """One ratings table per game (``family`` alone if given); names shown as typed, never
-    read as markup or control sequences."""
+    """One ratings table per game (``family`` alone if given): each account (its latest name
+    and its id) and house pool (``house:<pool>``); names shown as typed, never read as markup
+    or control sequences."""
     families = sorted({r.family for r in rows if family in (None, r.family)})
     if not families:
         console.print("no finished matches to rate yet")
     for game in families:
         table = Table(title=f"Ratings, {game} (openskill Plackett-Luce; ranked by mu - 3 sigma)")
-        for column in ("player", "rating", "mu", "sigma", "matches", "won"):
-            table.add_column(column, justify="left" if column == "player" else "right")
+        for column in ("player", "id", "rating", "mu", "sigma", "matches", "won"):
+            table.add_column(column, justify="left" if column in ("player", "id") else "right")
         for r in rows:
             if r.family == game:
                 table.add_row(
                     Text(shown(r.name)),
+                    Text(shown(r.key)),
                     f"{r.ordinal:.2f}",
                     f"{r.mu:.2f}",
                     f"{r.sigma:.2f}",

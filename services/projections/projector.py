@@ -1,4 +1,5 @@
-"""Projections of the match logs: match summaries, live and finished lists, results by bot.
+"""Projections of the match logs: match summaries, live and finished lists, and results by
+account, house bot pool or guest (:mod:`services.projections.identity`).
 
 Each projection follows every partition's notification log and commits its writes together
 with the log position it has reached (one atomic write), so a restart neither skips nor
@@ -25,6 +26,7 @@ from events.codec import JSON
 from events.envelope import Envelope
 from events.model import MatchCreated, MatchEnded
 from services.core.repository import MatchRepository
+from services.projections.identity import kind_of, seat_key
 from services.projections.records import MalformedLog, envelope_of
 from services.store.base import EventStore, Recorded
 from services.store.projection import (
@@ -53,6 +55,7 @@ class Summary(msgspec.Struct, frozen=True, kw_only=True):
     ends: tuple[tuple[str, int], ...]
     winner: int | None = None
     updated: float = 0.0
+    reason: str | None = None  # how a finished match ended (MatchEnded.reason)
 
 
 async def follow(
@@ -212,7 +215,7 @@ class Projector:
         for _, record in entries:
             ends = await self.bookends.see(record)
             if ends is not None:
-                ops.extend(self._result_ops(name, partition, ends.created, ends.ended))
+                ops.extend(result_ops(self.checkpoints, name, partition, ends))
         return ops
 
     def _summary_ops(
@@ -232,6 +235,7 @@ class Projector:
             ends=tuple((e.end, e.number) for e in view.ends),
             winner=state.result.winner if state.result else None,
             updated=ts,
+            reason=state.result.reason if state.result else None,
         )
         key = self.checkpoints.key
         ops = [op("HSET", key(name, partition, "matches"), match_id, JSON.encode(summary))]
@@ -242,16 +246,40 @@ class Projector:
             ops.append(op("ZADD", key(name, partition, "live"), ts, match_id))
         return ops
 
-    def _result_ops(
-        self, name: str, partition: int, created: MatchCreated, end: MatchEnded
-    ) -> list[WriteOp]:
-        table = self.checkpoints.key(name, partition, "table")
-        ops: list[WriteOp] = []
-        total = sum(end.scores)
-        for seat, player in enumerate(created.players):
-            side = created.rules.side_of(seat)
-            ops.append(op("HINCRBY", table, f"{player}|played", 1))
-            ops.append(op("HINCRBY", table, f"{player}|won", int(side == end.winner)))
-            ops.append(op("HINCRBY", table, f"{player}|points_for", end.scores[side]))
-            ops.append(op("HINCRBY", table, f"{player}|points_against", total - end.scores[side]))
-        return ops
+
+class Named(msgspec.Struct, frozen=True, kw_only=True):
+    """An account's name as of a match's end (the latest, across partitions, is shown)."""
+
+    name: str
+    ts: float
+
+
+_NAME = msgspec.json.Encoder()
+
+RESULT_STATS = ("played", "won", "points_for", "points_against", "aborted", "cancelled")
+"""What the results table counts for each key: matches played to an end, won, points for
+and against (a side's final score, and the other sides' together), and matches called off."""
+
+
+def result_ops(checkpoints: Checkpoints, name: str, partition: int, ends: Ends) -> list[WriteOp]:
+    """The results table's writes for one finished match: each seat's line, under its key
+    (:func:`services.projections.identity.seat_key`), and each account's name as of this
+    match, so the table shows the name an account last played as."""
+    created, end = ends.created, ends.ended
+    table = checkpoints.key(name, partition, "table")
+    names = checkpoints.key(name, partition, "names")
+    ops: list[WriteOp] = []
+    total = sum(end.scores)
+    for seat, player in enumerate(created.players):
+        key = seat_key(seat, created.players, created.bots, created.accounts)
+        if kind_of(key) == "account":
+            ops.append(op("HSET", names, key, _NAME.encode(Named(name=player, ts=ends.ts))))
+        if end.winner is None:  # called off: counted as such, not as played
+            ops.append(op("HINCRBY", table, f"{key}|{end.reason}", 1))
+            continue
+        side = created.rules.side_of(seat)
+        ops.append(op("HINCRBY", table, f"{key}|played", 1))
+        ops.append(op("HINCRBY", table, f"{key}|won", int(side == end.winner)))
+        ops.append(op("HINCRBY", table, f"{key}|points_for", end.scores[side]))
+        ops.append(op("HINCRBY", table, f"{key}|points_against", total - end.scores[side]))
+    return ops

@@ -1,4 +1,5 @@
-"""Read the projections: match summaries by status, and results by player name."""
+"""Read the projections: match summaries by status, and results by account, house bot pool or
+guest."""
 
 from __future__ import annotations
 
@@ -7,11 +8,27 @@ from typing import cast
 import msgspec
 
 from services.config import Settings
-from services.projections.projector import Summary
+from services.projections.identity import Kind, kind_of, shown_name
+from services.projections.projector import RESULT_STATS, Named, Summary
 from services.redis.connection import Client
 from services.store.projection import RedisCheckpoints
 
 _SUMMARY = msgspec.json.Decoder(Summary)
+_NAMED = msgspec.json.Decoder(Named)
+
+
+class ResultLine(msgspec.Struct, frozen=True, kw_only=True):
+    """One line of the results: an account, a house pool or a guest, and its record."""
+
+    key: str  # an account id, house:<pool> or guest:<name>
+    name: str  # shown as: the account's latest name, the pool's, the guest's
+    kind: Kind
+    played: int = 0  # matches played to their end
+    won: int = 0
+    points_for: int = 0
+    points_against: int = 0
+    aborted: int = 0  # matches called off, not counted as played
+    cancelled: int = 0
 
 
 class Queries:
@@ -55,16 +72,36 @@ class Queries:
                 return _SUMMARY.decode(raw)
         return None
 
-    async def results(self) -> dict[str, dict[str, int]]:
-        """Played, won, points for and against by player name, over all finished matches."""
+    async def results(self) -> list[ResultLine]:
+        """Every key's record over all finished matches, most wins first."""
         table: dict[str, dict[str, int]] = {}
+        latest: dict[str, Named] = {}  # account id → the name it last played as
         for p in range(self.partitions):
+            key = self.checkpoints.key
+            # a bytes client: fields and values come back as bytes
             raw = cast(
-                dict[bytes, bytes],
-                await self.redis.hgetall(self.checkpoints.key(self.results_name, p, "table")),
+                dict[bytes, bytes], await self.redis.hgetall(key(self.results_name, p, "table"))
             )
             for field, value in raw.items():
-                name, _, stat = field.decode().rpartition("|")
-                row = table.setdefault(name, {})
-                row[stat] = row.get(stat, 0) + int(value)
-        return table
+                who, _, stat = field.decode().rpartition("|")
+                if stat in RESULT_STATS:
+                    row = table.setdefault(who, {})
+                    row[stat] = row.get(stat, 0) + int(value)
+            names = cast(
+                dict[bytes, bytes], await self.redis.hgetall(key(self.results_name, p, "names"))
+            )
+            for account, value in names.items():
+                seen = _NAMED.decode(value)
+                known = latest.get(account.decode())
+                if known is None or seen.ts >= known.ts:
+                    latest[account.decode()] = seen
+        lines = [
+            ResultLine(
+                key=who,
+                name=shown_name(who, latest[who].name if who in latest else who),
+                kind=kind_of(who),
+                **stats,
+            )
+            for who, stats in table.items()
+        ]
+        return sorted(lines, key=lambda line: (-line.won, line.name, line.key))

@@ -1,4 +1,5 @@
-"""Ratings by player name in each game: every finished match, folded with a team-aware model.
+"""Ratings of accounts and house bot pools in each game: every finished match, folded with a
+team-aware model.
 
 Ratings depend on the order matches are rated in, and the partitions' notification logs have no
 common order; a projection that updated ratings as each partition's log came in would give a
@@ -8,12 +9,17 @@ projections) — and the table is a pure fold of those results in the order the 
 (their ``match_ended`` time, the match id breaking ties). Live or rebuilt from the log, the
 results are the same set, and so is the table.
 
+A rating belongs to an identity, not to a name (see :mod:`services.projections.identity`): an
+account id, or ``house:<pool>`` for a pool of house bots; each row shows the account's latest
+name or the pool's. A match with a guest at the table (a seat held by no account and no house
+bot) is unrated, and so is a match called off (aborted or cancelled: no winner).
+
 Express and Straight are different games — a bot can be strong at one and weak at the other —
-so a name has one rating per family. The model is openskill's Plackett-Luce with its defaults:
-each side is a team (partners, C3, are one team of two players), sides are ranked by the match
-(the winner first, then by final score), and every player of a team gets the update of the
-team's result. A name seated on more than one side of a match (a bot against itself) leaves
-that match unrated: it says nothing about that name.
+so an identity has one rating per family. The model is openskill's Plackett-Luce with its
+defaults: each side is a team (partners, C3, are one team of two players), sides are ranked by
+the match (the winner first, then by final score), and every player of a team gets the update
+of the team's result. An identity seated on more than one side of a match (a bot against
+itself) leaves that match unrated: it says nothing about that identity.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import structlog
 from openskill.models import PlackettLuce, PlackettLuceRating
 
 from events.model import MatchCreated, MatchEnded
+from services.projections.identity import rated, seat_key, shown_name
 from services.projections.projector import Bookends, follow
 from services.redis.connection import Client
 from services.store.base import EventStore, Recorded
@@ -48,10 +55,22 @@ class MatchResult(msgspec.Struct, frozen=True, kw_only=True):
     sides: tuple[int, ...]  # each seat's side
     winner: int | None  # the winning side; None: aborted or cancelled, unrated
     scores: tuple[int, ...]  # by side
+    bots: tuple[str | None, ...] = ()  # each seat's house bot pool (MatchCreated.bots)
+    accounts: tuple[str | None, ...] = ()  # each seat's account (MatchCreated.accounts)
+
+    def keys(self) -> list[str]:
+        """Each seat's identity (:func:`services.projections.identity.seat_key`)."""
+        return [
+            seat_key(seat, self.players, self.bots, self.accounts)
+            for seat in range(len(self.players))
+        ]
 
 
 class Rating(msgspec.Struct, frozen=True, kw_only=True):
-    """One name's line of a family's table: the model's estimate and what it is based on."""
+    """One identity's line of a family's table: the model's estimate and what it is based on.
+
+    ``key`` is the identity rated (an account id or ``house:<pool>``), ``name`` what it is shown
+    as (the account's latest name, or the pool's)."""
 
     family: str
     name: str
@@ -60,6 +79,7 @@ class Rating(msgspec.Struct, frozen=True, kw_only=True):
     ordinal: float  # mu - 3 sigma: the rating to rank by
     rated: int  # matches that counted
     won: int
+    key: str = ""
 
 
 _RESULT = msgspec.json.Decoder(MatchResult)
@@ -77,6 +97,8 @@ def result_of(match_id: str, created: MatchCreated, ended: MatchEnded, ts: float
         sides=tuple(rules.side_of(k) for k in range(rules.players)),
         winner=ended.winner,
         scores=ended.scores,
+        bots=created.bots,
+        accounts=created.accounts,
     )
 
 
@@ -95,48 +117,53 @@ def rate(results: Iterable[MatchResult], model: PlackettLuce | None = None) -> l
     """The tables after rating ``results`` in the order the matches ended: by family, best
     first."""
     model = model or PlackettLuce()
-    Key = tuple[str, str]  # (family, name)
+    Key = tuple[str, str]  # (family, identity)
     ratings: dict[Key, PlackettLuceRating] = {}
-    rated: dict[Key, int] = {}
+    counted: dict[Key, int] = {}
     won: dict[Key, int] = {}
+    names: dict[str, str] = {}  # identity → the name it is shown as, the latest seen
     for result in sorted(results, key=lambda r: (r.ended, r.match_id)):
-        if result.winner is None:
-            continue  # called off: no result to rate
+        keys = result.keys()
+        for key, played_as in zip(keys, result.players, strict=True):
+            names[key] = shown_name(key, played_as)
+        if result.winner is None or not all(rated(k) for k in keys):
+            continue  # called off, or a guest at the table: unrated
         teams: list[list[Key]] = [[] for _ in result.scores]
-        for name, side in zip(result.players, result.sides, strict=True):
-            teams[side].append((result.family, name))
+        for key, side in zip(keys, result.sides, strict=True):
+            teams[side].append((result.family, key))
         sides_of: dict[Key, set[int]] = {}
         for side, team in enumerate(teams):
-            for key in team:
-                sides_of.setdefault(key, set()).add(side)
+            for member in team:
+                sides_of.setdefault(member, set()).add(side)
         if any(len(s) > 1 for s in sides_of.values()):
-            continue  # a name on two sides: the match says nothing about it
-        for key in sides_of:
-            if key not in ratings:
-                ratings[key] = model.rating(name=key[1])
-                rated[key] = won[key] = 0
-        # a partner with the same name appears twice in its team: both get the same update
+            continue  # an identity on two sides: the match says nothing about it
+        for member in sides_of:
+            if member not in ratings:
+                ratings[member] = model.rating(name=member[1])
+                counted[member] = won[member] = 0
+        # a pool partnered with itself appears twice in its team: both get the same update
         ranks = [float(r) for r in ranks_of(result)]
         new = model.rate([[ratings[k] for k in team] for team in teams], ranks=ranks)
         for side, team in enumerate(teams):
-            for key, rating in zip(team, new[side], strict=True):
-                ratings[key] = rating
-        for key, (side,) in sides_of.items():
-            rated[key] += 1
-            won[key] += side == result.winner
+            for member, rating in zip(team, new[side], strict=True):
+                ratings[member] = rating
+        for member, (side,) in sides_of.items():
+            counted[member] += 1
+            won[member] += side == result.winner
     table = [
         Rating(
-            family=key[0],
-            name=key[1],
+            family=family,
+            key=key,
+            name=names[key],
             mu=r.mu,
             sigma=r.sigma,
             ordinal=r.ordinal(),
-            rated=rated[key],
-            won=won[key],
+            rated=counted[family, key],
+            won=won[family, key],
         )
-        for key, r in ratings.items()
+        for (family, key), r in ratings.items()
     ]
-    return sorted(table, key=lambda row: (row.family, -row.ordinal, row.name))
+    return sorted(table, key=lambda row: (row.family, -row.ordinal, row.name, row.key))
 
 
 class RatingsProjector:
@@ -209,5 +236,5 @@ async def read_results(redis: Client, projector: RatingsProjector) -> list[Match
 
 
 async def ratings_table(redis: Client, projector: RatingsProjector) -> list[Rating]:
-    """The ratings of every name, from the results the projection holds."""
+    """The ratings of every account and house pool, from the results the projection holds."""
     return rate(await read_results(redis, projector))

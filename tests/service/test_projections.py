@@ -1,8 +1,10 @@
-"""Projections follow the logs live, and rebuilding them from scratch gives the same data."""
+"""Projections follow the logs live, and rebuilding them from scratch gives the same data;
+results are kept by account, house bot pool or guest, never by a name alone."""
 
 from __future__ import annotations
 
 import asyncio
+import random
 import subprocess
 import sys
 import time
@@ -11,12 +13,18 @@ import msgspec
 import pytest
 from redis.asyncio import Redis
 
+from engine.game import legal_moves
 from engine.rules import Rules
+from events.envelope import CommandEnvelope
+from events.model import Abort, AnyCommand, CancelMatch, CreateMatch
 from services.cli.supervisor import Stack
 from services.config import Settings
-from services.projections.projector import Summary
-from services.projections.queries import Queries
+from services.core.decision import Decision, append_request, decide_command
+from services.projections.projector import Projector, Summary
+from services.projections.queries import Queries, ResultLine
 from services.store.keys import partition_of
+from services.store.projection import RedisCheckpoints
+from services.store.redis import RedisEventStore
 from tests.service.conftest import fold, wait_until_over
 from tests.service.test_hosted_matches import create
 
@@ -66,22 +74,23 @@ def test_projections_rebuilt_from_the_log_equal_the_live_ones(
             time.sleep(0.1)
     live = asyncio.run(snapshot(redis_url, settings))
 
-    async def results() -> dict[str, dict[str, int]]:
+    async def results() -> list[ResultLine]:
         redis = Redis.from_url(redis_url)
         try:
             return await Queries(redis, settings).results()
         finally:
             await redis.aclose()
 
-    table = asyncio.run(results())
-    wins = {"greedy": 0, "random": 0}
+    table = {line.key: line for line in asyncio.run(results())}
+    wins = {"house:greedy": 0, "house:random": 0}
     for log in logs.values():
         state = fold(log)
         assert state.result is not None
-        for seat, name in enumerate(state.players):
-            wins[name] += state.rules.side_of(seat) == state.result.winner
-    assert {n: table[n]["won"] for n in wins} == wins
-    assert sum(r["played"] for r in table.values()) == 3 * 4 + 3 * 2
+        for seat, pool in enumerate(state.bots):
+            wins[f"house:{pool}"] += state.rules.side_of(seat) == state.result.winner
+    assert {key: table[key].won for key in wins} == wins
+    assert {line.name for line in table.values()} == {"greedy", "random"}
+    assert sum(line.played for line in table.values()) == 3 * 4 + 3 * 2
 
     env = Stack(redis_url, settings).env()
     done = subprocess.run(
@@ -124,3 +133,90 @@ def test_a_match_list_reads_only_the_latest_of_each_partition(
             await redis.aclose()
 
     assert asyncio.run(scenario()) == [f"m-{n:02d}" for n in range(25, 30)]
+
+
+ANN, BEA = "u-aaaaaaaaaaaa", "u-bbbbbbbbbbbb"
+
+
+async def _store_match(
+    store: RedisEventStore,
+    match_id: str,
+    create: CreateMatch,
+    rng: random.Random,
+    now: float,
+    stop: tuple[int, AnyCommand] | None = None,
+) -> None:
+    """Decide and append a whole match as the referee would: random legal moves to the end,
+    or ``stop`` (command n, the command) to end it early."""
+    state = None
+    command: AnyCommand = create
+    for n in range(10_000):
+        envelope = CommandEnvelope(match_id=match_id, command_id=f"c{n}", command=command)
+        decision = decide_command(state, envelope, now=now + n / 1000, rng=rng, from_stream=False)
+        assert isinstance(decision, Decision), decision
+        partition = store.keys.partition_of(match_id)
+        [appended] = await store.append_many([append_request(decision, store.keys, partition)])
+        assert not isinstance(appended, Exception)
+        state = decision.state
+        if state.phase == "over":
+            return
+        command = stop[1] if stop and stop[0] == n + 1 else rng.choice(legal_moves(state))
+    raise AssertionError(f"{match_id} did not end")
+
+
+async def _results_of_stored_matches(
+    url: str, settings: Settings
+) -> tuple[dict[str, ResultLine], list[Summary]]:
+    redis = Redis.from_url(url)
+    try:
+        store = RedisEventStore(redis, partitions=settings.partitions, prefix=settings.prefix)
+        rng = random.Random(11)
+        rules = Rules.make("straight", players=2, target=60)
+
+        def create(
+            players: tuple[str, str],
+            bots: tuple[str | None, str | None],
+            accounts: tuple[str | None, str | None] = (None, None),
+        ) -> CreateMatch:
+            return CreateMatch(rules=rules, players=players, bots=bots, accounts=accounts)
+
+        matches: list[tuple[CreateMatch, tuple[int, AnyCommand] | None]] = [
+            (create(("ann", "greedy"), (None, "greedy"), (ANN, None)), None),
+            (create(("annie", "ann"), (None, None), (ANN, None)), None),  # a guest called ann
+            (create(("annie", "greedy"), (None, "greedy"), (BEA, None)), (1, Abort(seat=0))),
+            (create(("random", "greedy"), ("random", "greedy")), (3, CancelMatch())),
+        ]
+        for k, (command, stop) in enumerate(matches):
+            await _store_match(store, f"m-{k}", command, rng, 1000.0 + 100 * k, stop)
+        checkpoints = RedisCheckpoints(
+            redis, partitions=settings.partitions, prefix=settings.prefix
+        )
+        await Projector(store, checkpoints).catch_up()
+        queries = Queries(redis, settings)
+        lines = {line.key: line for line in await queries.results()}
+        return lines, await queries.matches(finished=True)
+    finally:
+        await redis.aclose()
+
+
+def test_results_are_kept_by_account_house_pool_or_guest_and_called_off_matches_apart(
+    redis_url: str, settings: Settings
+) -> None:
+    """README (results and ratings): an account is one line under the name it last played as,
+    whatever names others use; a guest is a line of its own under its name, marked guest; a
+    house pool is a line under its name; aborted and cancelled matches are counted as such,
+    not as played, and their summaries say so."""
+    lines, summaries = asyncio.run(_results_of_stored_matches(redis_url, settings))
+    assert set(lines) == {ANN, BEA, "house:greedy", "house:random", "guest:ann"}
+    ann, bea, guest = lines[ANN], lines[BEA], lines["guest:ann"]
+    assert (ann.name, ann.kind, ann.played) == ("annie", "account", 2)
+    assert (bea.name, bea.kind, bea.played, bea.aborted) == ("annie", "account", 0, 1)
+    assert (guest.name, guest.kind, guest.played) == ("ann", "guest", 1)
+    greedy, random_ = lines["house:greedy"], lines["house:random"]
+    assert (greedy.name, greedy.kind) == ("greedy", "house")
+    assert (greedy.played, greedy.aborted, greedy.cancelled) == (1, 1, 1)
+    assert (random_.played, random_.cancelled) == (0, 1)
+    assert ann.won + greedy.won + guest.won == 2  # one winner in each match played out
+    ended = {s.match_id: (s.reason, s.winner) for s in summaries}
+    assert ended["m-2"] == ("aborted", None) and ended["m-3"] == ("cancelled", None)
+    assert ended["m-0"][0] == ended["m-1"][0] == "target"

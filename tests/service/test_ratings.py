@@ -1,5 +1,7 @@
-"""Ratings by player name: teams for partners, rated in the order matches ended, and the same
-table whether the projection followed the log live or was rebuilt from it."""
+"""Ratings by identity — an account, or a pool of house bots — never by the name a seat was
+given (README: "Rules: choices where RULES.md is silent", results and ratings): teams for
+partners, rated in the order matches ended, and the same table whether the projection
+followed the log live or was rebuilt from it."""
 
 from __future__ import annotations
 
@@ -37,10 +39,15 @@ def result(
     match_id: str,
     ended: float,
     players: tuple[str, ...],
-    winner: int,
+    winner: int | None,
     scores: tuple[int, ...],
     partners: bool = False,
+    *,
+    bots: tuple[str | None, ...] | None = None,
+    accounts: tuple[str | None, ...] = (),
 ) -> MatchResult:
+    """A finished Express match; by default each seat is played by the house pool it is
+    named after."""
     rules = Rules.make("express", players=len(players), partners=partners)
     return MatchResult(
         match_id=match_id,
@@ -50,6 +57,8 @@ def result(
         sides=tuple(rules.side_of(k) for k in range(len(players))),
         winner=winner,
         scores=scores,
+        bots=players if bots is None else bots,
+        accounts=accounts,
     )
 
 
@@ -73,8 +82,54 @@ def test_a_bot_partnered_with_itself_is_one_name_on_one_team() -> None:
     assert table["search"].mu > table["greedy"].mu
 
 
-def test_a_name_on_two_sides_leaves_the_match_unrated() -> None:
+def test_a_pool_on_two_sides_leaves_the_match_unrated() -> None:
     assert rate([result("m1", 1.0, ("greedy", "greedy"), 0, (100, 40))]) == []
+
+
+def test_ratings_are_kept_by_house_pool_not_by_the_name_the_seat_was_given() -> None:
+    """The seat named "greedy" is played by the random pool and loses; the seat named "random"
+    is played by the greedy pool and wins: greedy's rating goes up."""
+    swapped = result("m1", 1.0, ("greedy", "random"), 1, (40, 100), bots=("random", "greedy"))
+    table = {r.key: r for r in rate([swapped])}
+    assert set(table) == {"house:greedy", "house:random"}
+    assert table["house:greedy"].name == "greedy" and table["house:greedy"].won == 1
+    assert table["house:greedy"].mu > 25 > table["house:random"].mu
+
+
+def test_two_accounts_with_the_same_name_have_separate_ratings() -> None:
+    """Both seats are called "ann"; they are two accounts, one winning, one losing."""
+    ann, other_ann = "u-aaaaaaaaaaaa", "u-bbbbbbbbbbbb"
+    games = [
+        result(f"m{k}", float(k), ("ann", "ann"), 0, (100, 20), accounts=(ann, other_ann))
+        for k in range(3)
+    ]
+    table = {r.key: r for r in rate(games)}
+    assert set(table) == {ann, other_ann}
+    assert table[ann].name == table[other_ann].name == "ann"
+    assert (table[ann].won, table[other_ann].won) == (3, 0)
+    assert table[ann].mu > 25 > table[other_ann].mu
+
+
+def test_an_account_is_shown_under_the_name_it_last_played_as() -> None:
+    ann = "u-aaaaaaaaaaaa"
+    first, later = (
+        result(f"m{k}", float(k), (name, "greedy"), 0, (100, 20), accounts=(ann, None))
+        for k, name in ((1, "ann"), (2, "annie"))
+    )
+    table = {r.key: r for r in rate([later, first])}  # rated in the order they ended
+    assert table[ann].name == "annie" and table[ann].rated == 2
+
+
+def test_a_match_with_a_guest_at_the_table_is_unrated() -> None:
+    """A seat held by no account and no house bot is a guest's: its name proves nothing, so
+    the match says nothing about anyone."""
+    with_guest = result("m1", 1.0, ("ann", "greedy"), 0, (100, 20), bots=(None, "greedy"))
+    assert rate([with_guest]) == []
+
+
+def test_a_match_called_off_is_unrated() -> None:
+    """README (abort, cancel): no winner, no rating."""
+    assert rate([result("m1", 1.0, ("greedy", "random"), None, (30, 20))]) == []
 
 
 def test_a_name_has_one_rating_per_game() -> None:
@@ -194,3 +249,54 @@ def test_ratings_rebuilt_from_the_log_equal_the_live_projection(
         assert f"{row.mu:.2f}" in done.stdout
     assert asyncio.run(_rebuilt(redis_url, settings)) == (rebuilt, rebuilt_table)
     assert len(ids) == 9
+
+
+async def _swapped(url: str, settings: Settings) -> tuple[int, dict[str, Rating]]:
+    """Eight Straight matches between the random and greedy pools, each seat given the other
+    pool's name; how many the greedy pool won, and the ratings rebuilt from the log."""
+    redis = Redis.from_url(url)
+    try:
+        store = RedisEventStore(redis, partitions=settings.partitions, prefix=settings.prefix)
+        client = service_client(redis, settings, sender="swapped")
+        rules = Rules.make("straight", players=2, target=100)
+        ids = [
+            await client.create_match(rules, ("random", "greedy"), names=("greedy", "random"))
+            for _ in range(8)
+        ]
+        deadline = time.monotonic() + 60
+        greedy_won = 0
+        for match_id in ids:
+            while True:
+                records = await store.read(match_id)
+                last = JSON.decode_envelope(records[-1].data).event if records else None
+                if isinstance(last, MatchEnded):
+                    greedy_won += last.winner == 1  # seat 1 is the greedy pool's
+                    break
+                assert time.monotonic() < deadline, "the matches did not finish"
+                await asyncio.sleep(0.1)
+        projector = RatingsProjector(
+            store, RedisCheckpoints(redis, partitions=settings.partitions, prefix=settings.prefix)
+        )
+        await projector.rebuild()
+        return greedy_won, {r.key: r for r in await ratings_table(redis, projector)}
+    finally:
+        await redis.aclose()
+
+
+def test_a_pool_seated_under_another_pools_name_is_rated_as_itself(
+    redis_url: str, settings: Settings
+) -> None:
+    """Regression: ratings were kept by the name a seat was given, so matches whose seats were
+    named after the other pool moved greedy's rating by random's results. Each pool's rating
+    now follows its own results, whatever its seats were called."""
+    with Stack(redis_url, settings, pools={"random": 1, "greedy": 1}, projector=False):
+        greedy_won, table = asyncio.run(_swapped(redis_url, settings))
+    assert set(table) == {"house:greedy", "house:random"}
+    greedy, random_ = table["house:greedy"], table["house:random"]
+    assert (greedy.name, random_.name) == ("greedy", "random")
+    assert (greedy.won, random_.won) == (greedy_won, 8 - greedy_won)
+    assert greedy.rated == random_.rated == 8
+    if greedy_won > 4:  # the usual outcome: greedy beats random
+        assert greedy.mu > 25 > random_.mu
+    elif greedy_won < 4:
+        assert greedy.mu < 25 < random_.mu
