@@ -1,33 +1,49 @@
 """Tournaments between house bots through the running service, and their standings.
 
-A tournament is a line-up of strategies by seat, played again and again. Match ``k`` seats the
-line-up turned ``k`` places (seat ``i`` gets ``lineup[(i - k) mod n]``), so over ``n``
-consecutive matches every strategy sits in every seat: with partners (C3) the two pairs swap
-strategies from one match to the next, and no side keeps an advantage of position. The deals
-are the referee's, as in any hosted match.
+Who plays whom comes from the arena engine (:mod:`services.lobby.arena`), in one of three
+schedules:
 
-Standings count one entry per strategy and side of each match it plays in: with partners the
-pair ``search, search`` is one entry; without partners each seat is its own side and entry. An
-entry wins when its side wins the match; its points are its side's final score, and against it
-the other sides' scores added up. Win rates carry a Wilson score interval.
+- ``lineup`` (the default): a line-up of strategies by seat, played again and again. Match
+  ``k`` seats the line-up turned ``k`` places (seat ``i`` gets ``lineup[(i - k) mod n]``), so
+  over ``n`` consecutive matches every strategy sits in every seat: with partners (C3) the two
+  pairs swap strategies from one match to the next, and no side keeps an advantage of position.
+- ``round_robin``: every group of different strategies that fills a table (every pair, with
+  two sides) plays ``games`` matches, the sides turned each match; with partners a strategy
+  holds both seats of its side.
+- ``swiss``: ``rounds`` rounds, each drawn when the one before has finished: strategies with
+  the nearest points who have met least play ``games`` matches, the sides turned.
+
+The deals are the referee's, as in any hosted match. Standings count one entry per strategy
+and side of each match it plays in: with partners the pair ``search, search`` is one entry;
+without partners each seat is its own side and entry. An entry wins when its side wins the
+match; its points are its side's final score, and against it the other sides' scores added up.
+Win rates carry a Wilson score interval. A match called off (aborted or cancelled) counts for
+nothing.
 """
 
 from __future__ import annotations
 
-import math
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Literal
 
 from engine.rules import Rules
 from services.cli.series import Planned, Progress, play_series
 from services.core.commands import ServiceClient
+from services.lobby import arena
+from services.lobby.arena import (
+    Result,
+    Standing,
+    Table,
+    round_robin,
+    seatings,
+    swiss_round,
+)
 from services.store import EventStore
 
-
-def seatings(lineup: Sequence[str], matches: int) -> list[tuple[str, ...]]:
-    """The strategy by seat of each match: the line-up turned one place further each time."""
-    n = len(lineup)
-    return [tuple(lineup[(i - k) % n] for i in range(n)) for k in range(matches)]
+Format = Literal["lineup", "round_robin", "swiss"]
+FORMATS: tuple[Format, ...] = ("lineup", "round_robin", "swiss")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,55 +58,40 @@ class Played:
     rounds: int
     moves: int
 
-
-@dataclass(frozen=True, slots=True)
-class Standing:
-    """One strategy's line of the standings."""
-
-    name: str
-    played: int
-    won: int
-    points_for: int
-    points_against: int
-
-    @property
-    def rate(self) -> float:
-        """The share of entries won."""
-        return self.won / self.played if self.played else 0.0
-
-    @property
-    def interval(self) -> tuple[float, float]:
-        """The Wilson 95% interval of the win rate."""
-        return wilson(self.won, self.played)
+    def result(self) -> Result:
+        """The match as the arena engine counts it."""
+        return Result(seats=self.seats, sides=self.sides, winner=self.winner, scores=self.scores)
 
 
-def wilson(wins: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """The Wilson score interval of a proportion ``wins / n`` (95% for the default ``z``)."""
-    if n == 0:
-        return (0.0, 1.0)
-    p = wins / n
-    denominator = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denominator
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    return (max(0.0, centre - half), min(1.0, centre + half))
+@dataclass
+class Tournament:
+    """What a tournament played: its matches in order, and the byes given (Swiss)."""
+
+    played: list[Played] = field(default_factory=list)
+    byes: list[str] = field(default_factory=list)
 
 
-def standings(results: Sequence[Played]) -> list[Standing]:
-    """Wins and points by strategy over the matches, best win rate first."""
-    rows: dict[str, list[int]] = {}
-    for r in results:
-        if r.winner is None:
-            continue  # a match called off says nothing of the strategies
-        entries = sorted(set(zip(r.seats, r.sides, strict=True)))
-        total = sum(r.scores)
-        for name, side in entries:
-            row = rows.setdefault(name, [0, 0, 0, 0])
-            row[0] += 1
-            row[1] += side == r.winner
-            row[2] += r.scores[side]
-            row[3] += total - r.scores[side]
-    table = [Standing(name, *row) for name, row in rows.items()]
-    return sorted(table, key=lambda s: (-s.rate, s.name))
+def standings(
+    results: Sequence[Played], byes: Sequence[str] = (), *, by_points: bool = False
+) -> list[Standing]:
+    """Wins and points by strategy over the matches: best win rate first (a line-up may seat
+    a strategy more often than another), or by the arena engine's ranking (points, then score
+    difference) with ``by_points``."""
+    rows = arena.standings([r.result() for r in results], byes)
+    return rows if by_points else sorted(rows, key=lambda s: (-s.rate, s.entrant))
+
+
+def planned(
+    format: Format, strategies: Sequence[str], rules: Rules, matches: int, rounds: int = 0
+) -> int:
+    """How many matches a tournament will play: ``matches`` in a line-up, else ``matches``
+    per pairing. Raises ArenaError when the strategies cannot fill the format's tables."""
+    table = Table.of(rules)
+    if format == "lineup":
+        return matches
+    if format == "round_robin":
+        return sum(len(r.pairings) for r in round_robin(strategies, table, matches))
+    return rounds * (len(swiss_round(1, strategies, table).pairings)) * matches
 
 
 async def play_matches(
@@ -131,3 +132,63 @@ async def play_matches(
             )
         )
     return played
+
+
+async def play_tournament(
+    client: ServiceClient,
+    store: EventStore,
+    rules: Rules,
+    format: Format,
+    strategies: Sequence[str],
+    *,
+    matches: int,
+    rounds: int = 0,
+    parallel: int = 8,
+    on_progress: Progress | None = None,
+    timeout: float = 3600.0,
+    poll: float = 0.05,
+) -> Tournament:
+    """Play a tournament between house bot pools: ``strategies`` is the line-up by seat
+    (``lineup``) or the entrants (``round_robin``, ``swiss``); ``matches`` the line-up's
+    matches, or the matches per pairing. Swiss rounds are drawn one at a time from the results
+    so far. Raises TimeoutError after ``timeout`` seconds in all."""
+    table = Table.of(rules)
+    deadline = time.monotonic() + timeout
+    done = Tournament()
+
+    async def play(plan: Sequence[tuple[str, ...]], byes: Sequence[str] = ()) -> None:
+        done.played += await play_matches(
+            client,
+            store,
+            rules,
+            plan,
+            parallel=parallel,
+            on_progress=_after(on_progress, done.played),
+            timeout=max(0.0, deadline - time.monotonic()),
+            poll=poll,
+        )
+        done.byes += byes
+
+    if format == "lineup":
+        await play(seatings(strategies, matches))
+    elif format == "round_robin":
+        # every round at once: a pool of house bots plays any number of matches together
+        await play([p.seats for r in round_robin(strategies, table, matches) for p in r.pairings])
+    else:
+        for number in range(1, rounds + 1):
+            results = [p.result() for p in done.played]
+            drawn = swiss_round(number, strategies, table, results, done.byes, games=matches)
+            await play([p.seats for p in drawn.pairings], drawn.byes)
+    return done
+
+
+def _after(on_progress: Progress | None, before: Sequence[Played]) -> Progress | None:
+    """Progress of a round reported as progress of the whole, after the matches ``before``."""
+    if on_progress is None:
+        return None
+    count, moves = len(before), sum(p.moves for p in before)
+
+    def report(finished: int, created: int, moved: int) -> None:
+        on_progress(count + finished, count + created, moves + moved)
+
+    return report

@@ -4,6 +4,8 @@
 starts the service (Redis unless ``REDIS_URL``, a referee, a pool of bot workers per strategy,
 the projector), plays the matches through it with a progress bar, turning the seats between
 matches (see :mod:`services.cli.tournament`), and prints the standings and the ratings.
+``--format round_robin`` or ``--format swiss --rounds N`` play the different strategies of
+``--seats`` against each other instead, ``--matches`` to a pairing.
 ``domino ratings`` brings the ratings projection up to date and prints the table.
 """
 
@@ -13,7 +15,7 @@ import argparse
 import asyncio
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import msgspec
@@ -26,11 +28,22 @@ from engine.strategy import STRATEGIES
 from services.cli.args import CliError, rules_args, rules_from
 from services.cli.clients import open_clients, service_client
 from services.cli.render import series_progress, shown
+from services.cli.series import Progress
 from services.cli.supervisor import Stack
-from services.cli.tournament import Played, play_matches, seatings, standings
+from services.cli.tournament import (
+    FORMATS,
+    Format,
+    Tournament,
+    planned,
+    play_tournament,
+    standings,
+)
 from services.config import ConfigError, Settings
+from services.core.commands import ServiceClient
+from services.lobby.arena import ArenaError, Standing
 from services.projections.ratings import Rating, RatingsProjector, ratings_table
 from services.redis.embedded import embedded_data_dir, redis_url
+from services.store import EventStore
 from services.store.projection import RedisCheckpoints
 
 BUDGET_ENV = "DOMINO_SEARCH_BUDGET_MS"
@@ -42,9 +55,23 @@ def register(sub: Any) -> None:
     p = sub.add_parser("tournament", help="play house bots against each other, with standings")
     rules_args(p)
     p.add_argument(
-        "--seats", default="search,greedy", help="strategy by seat, comma-separated (repeated)"
+        "--seats",
+        default="search,greedy",
+        help="strategy by seat, comma-separated (repeated); with --format, the strategies",
     )
-    p.add_argument("--matches", type=int, default=100)
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="lineup",
+        help="lineup: the seats turned each match; round_robin or swiss: strategy against strategy",
+    )
+    p.add_argument(
+        "--matches",
+        type=int,
+        default=None,
+        help="matches (lineup, default 100), or matches a pairing (default: one per side)",
+    )
+    p.add_argument("--rounds", type=int, default=3, help="rounds of a swiss tournament")
     p.add_argument("--workers", type=int, default=None, help="workers per strategy (CPUs)")
     p.add_argument("--parallel", type=int, default=8, help="matches in play at once")
     p.add_argument(
@@ -68,9 +95,9 @@ def _settings() -> Settings:
         raise CliError(str(e)) from None
 
 
-def lineup_of(spec: str, players: int) -> list[str]:
-    """The strategy by seat named by ``--seats``, repeated to fill the seats; raise CliError
-    for a strategy the bot workers do not know."""
+def strategies_of(spec: str) -> list[str]:
+    """The strategies named by ``--seats``, in order; raise CliError for a strategy the bot
+    workers do not know."""
     names = [n.strip() for n in spec.split(",") if n.strip()]
     if not names:
         raise CliError("name at least one strategy with --seats")
@@ -79,15 +106,31 @@ def lineup_of(spec: str, players: int) -> list[str]:
             raise CliError(
                 f"unknown strategy {name!r}: choose from {', '.join(sorted(STRATEGIES))}"
             )
-    return (names * players)[:players]
+    return names
+
+
+def lineup_of(spec: str, players: int) -> list[str]:
+    """The strategy by seat named by ``--seats``, repeated to fill the seats; raise CliError
+    for a strategy the bot workers do not know."""
+    return (strategies_of(spec) * players)[:players]
 
 
 def cmd_tournament(args: argparse.Namespace) -> int:
-    """Play ``--matches`` matches of the line-up through the service; print the standings."""
+    """Play the tournament through the service; print the standings."""
     rules = rules_from(args)
-    lineup = lineup_of(args.seats, rules.players)
-    if args.matches < 1 or args.parallel < 1:
-        raise CliError("--matches and --parallel must be at least 1")
+    format: Format = args.format
+    if format == "lineup":
+        strategies = lineup_of(args.seats, rules.players)
+        matches = 100 if args.matches is None else args.matches
+    else:
+        strategies = list(dict.fromkeys(strategies_of(args.seats)))
+        matches = rules.sides if args.matches is None else args.matches
+    if matches < 1 or args.parallel < 1 or args.rounds < 1:
+        raise CliError("--matches, --parallel and --rounds must be at least 1")
+    try:
+        total = planned(format, strategies, rules, matches, args.rounds)
+    except ArenaError as e:
+        raise CliError(f"--format {format}: {e}; name more strategies in --seats") from None
     settings = _settings()
     if args.budget_ms is not None:
         if args.budget_ms <= 0:
@@ -96,26 +139,57 @@ def cmd_tournament(args: argparse.Namespace) -> int:
         settings = msgspec.structs.replace(settings, search_budget_ms=args.budget_ms)
     budget = f"{settings.search_budget_ms:g}"
     workers = args.workers or max(1, os.cpu_count() or 1)
-    pools = {name: workers for name in dict.fromkeys(lineup)}
+    pools = {name: workers for name in dict.fromkeys(strategies)}
     console = Console()
-    thinks = f"search thinks {budget} ms a move; " if "search" in lineup else ""
-    console.print(
-        f"{args.matches} matches of {_title(rules)}, seats {','.join(lineup)} turned each match; "
-        f"{thinks}{workers} worker(s) per strategy"
-    )
+    thinks = f"search thinks {budget} ms a move; " if "search" in strategies else ""
+    if format == "lineup":
+        what = (
+            f"{matches} matches of {_title(rules)}, seats {','.join(strategies)} turned each match"
+        )
+    else:
+        rounds = f"{args.rounds} rounds, " if format == "swiss" else ""
+        turned = ", sides turned" if matches > 1 else ""
+        what = (
+            f"{format.replace('_', ' ')} of {_title(rules)} between {', '.join(strategies)}: "
+            f"{rounds}{_matches(matches)} a pairing{turned} ({_matches(total)})"
+        )
+    console.print(f"{what}; {thinks}{workers} worker(s) per strategy")
+
+    def tournament(
+        client: ServiceClient, store: EventStore, show: Progress
+    ) -> Awaitable[Tournament]:
+        return play_tournament(
+            client,
+            store,
+            rules,
+            format,
+            strategies,
+            matches=matches,
+            rounds=args.rounds,
+            parallel=args.parallel,
+            on_progress=show,
+            timeout=args.timeout,
+        )
+
     with redis_url(settings) as url:
         log_dir = embedded_data_dir(settings).parent / "logs"
         with Stack(url, settings, pools=pools, log_dir=log_dir) as stack:
             start = time.monotonic()
-            results = asyncio.run(_play(url, settings, rules, lineup, args, console, stack))
+            done = asyncio.run(_play(url, settings, tournament, total, console, stack))
             elapsed = time.monotonic() - start
-        print_standings(console, results)
+        results = done.played
+        by_points = format != "lineup"
+        print_standings(console, standings(results, done.byes, by_points=by_points), by_points)
         console.print(
             f"{len(results)} matches, {sum(r.rounds for r in results)} rounds, "
             f"{sum(r.moves for r in results)} moves in {elapsed:.0f} s (logs in {log_dir})"
         )
         asyncio.run(_ratings(url, settings, console, rebuild=False, family=rules.family))
     return 0
+
+
+def _matches(n: int) -> str:
+    return f"{n} match" if n == 1 else f"{n} matches"
 
 
 def _title(rules: Rules) -> str:
@@ -126,17 +200,16 @@ def _title(rules: Rules) -> str:
 async def _play(
     url: str,
     settings: Settings,
-    rules: Rules,
-    lineup: list[str],
-    args: argparse.Namespace,
+    tournament: Callable[[ServiceClient, EventStore, Progress], Awaitable[Tournament]],
+    total: int,
     console: Console,
     stack: Stack,
-) -> list[Played]:
+) -> Tournament:
     async with open_clients(url, settings) as (redis, store):
         client = service_client(redis, settings, sender="tournament")
         try:
             with series_progress(console) as progress:
-                task = progress.add_task("matches", total=args.matches, moves=0)
+                task = progress.add_task("matches", total=total, moves=0)
 
                 def show(finished: int, created: int, moves: int) -> None:
                     dead = stack.check()
@@ -144,35 +217,32 @@ async def _play(
                         raise CliError(f"{', '.join(dead)} exited; see the logs")
                     progress.update(task, completed=finished, moves=moves)
 
-                return await play_matches(
-                    client,
-                    store,
-                    rules,
-                    seatings(lineup, args.matches),
-                    parallel=args.parallel,
-                    on_progress=show,
-                    timeout=args.timeout,
-                )
+                return await tournament(client, store, show)
         except TimeoutError as e:
             raise CliError(str(e)) from None
 
 
-def print_standings(console: Console, results: list[Played]) -> None:
-    """The standings table: wins, points for and against, the win rate's 95% interval."""
+def print_standings(console: Console, rows: Sequence[Standing], points: bool = False) -> None:
+    """The standings table: wins, points for and against, the win rate's 95% interval (and
+    with ``points``, the tournament's points and byes)."""
     table = Table(title="Standings")
-    for column in ("strategy", "played", "won", "win rate", "95% interval", "for", "against"):
+    columns = ["strategy", "played", "won", "win rate", "95% interval", "for", "against"]
+    for column in columns + (["points", "byes"] if points else []):
         table.add_column(column, justify="left" if column == "strategy" else "right")
-    for row in standings(results):
+    for row in rows:
         lo, hi = row.interval
-        table.add_row(
-            row.name,
-            str(row.played),
-            str(row.won),
+        cells = [
+            row.entrant,
+            str(row.games),
+            str(row.wins),
             f"{row.rate:.1%}",
             f"{lo:.1%} – {hi:.1%}",
-            str(row.points_for),
-            str(row.points_against),
-        )
+            str(row.score_for),
+            str(row.score_against),
+        ]
+        if points:
+            cells += [f"{row.points:g}", str(row.byes)]
+        table.add_row(*cells)
     console.print(table)
 
 

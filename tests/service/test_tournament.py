@@ -1,5 +1,6 @@
 """Tournaments: seats turned between matches, standings with intervals, and short tournaments
-played by ``domino tournament`` through the real service (referee, bot workers, Redis)."""
+played by ``domino tournament`` through the real service (referee, bot workers, Redis): a line-up,
+a round robin and a Swiss event."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import re
 import subprocess
 import sys
 from collections import Counter
+from itertools import combinations
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,7 @@ from engine.strategy import STRATEGIES
 from events.codec import JSON
 from events.model import MatchCreated
 from services.cli.supervisor import Stack
-from services.cli.tournament import Played, seatings, standings, wilson
+from services.cli.tournament import Played, seatings, standings
 from services.config import Settings
 from services.store.base import START
 from services.store.redis import RedisEventStore
@@ -36,22 +38,16 @@ def test_every_strategy_sits_in_every_seat_as_often_as_the_others() -> None:
     assert seatings(["search", "greedy"], 4) == [("search", "greedy"), ("greedy", "search")] * 2
 
 
-def test_the_wilson_interval_of_a_win_rate() -> None:
-    lo, hi = wilson(120, 200)
-    assert (round(lo, 3), round(hi, 3)) == (0.531, 0.665)
-    assert wilson(0, 10)[0] == 0.0 and wilson(10, 10)[1] == pytest.approx(1.0)
-    assert wilson(0, 0) == (0.0, 1.0)
-
-
 def test_standings_count_a_pair_once_and_each_single_seat_apart() -> None:
     pairs = Played("m1", ("s", "g", "s", "g"), (0, 1, 0, 1), 0, (101, 60), 3, 90)
     singles = Played("m2", ("s", "g", "s", "g"), (0, 1, 2, 3), 2, (10, 20, 100, 30), 2, 50)
-    rows = {r.name: r for r in standings([pairs, singles])}
-    assert (rows["s"].played, rows["s"].won) == (3, 2)
-    assert (rows["g"].played, rows["g"].won) == (3, 0)
-    assert rows["s"].points_for == 101 + 10 + 100
-    assert rows["s"].points_against == 60 + 150 + 60
-    assert [r.name for r in standings([pairs, singles])] == ["s", "g"]
+    called_off = Played("m3", ("s", "g"), (0, 1), None, (0, 0), 1, 3)
+    rows = {r.entrant: r for r in standings([pairs, singles, called_off])}
+    assert (rows["s"].games, rows["s"].wins) == (3, 2)
+    assert (rows["g"].games, rows["g"].wins) == (3, 0)
+    assert rows["s"].score_for == 101 + 10 + 100
+    assert rows["s"].score_against == 60 + 150 + 60
+    assert [r.entrant for r in standings([pairs, singles])] == ["s", "g"]
 
 
 async def _created(url: str, settings: Settings) -> list[tuple[str, ...]]:
@@ -141,3 +137,80 @@ def test_search_beats_greedy_in_a_short_tournament_through_the_service(
         ("search", "greedy", "search", "greedy"): 6,
         ("greedy", "search", "greedy", "search"): 6,
     }
+
+
+def test_a_round_robin_tournament_plays_every_pair_of_strategies_with_the_sides_turned(
+    redis_url: str, settings: Settings, tmp_path: Path
+) -> None:
+    """Three strategies, two seats: each pair plays twice, once from each seat, and the
+    standings rank them by points."""
+    out = tournament(
+        redis_url,
+        settings,
+        tmp_path,
+        *("--rules", "express", "--players", "2", "--target", "30", "--format", "round_robin"),
+        *("--seats", "greedy,random,search", "--budget-ms", "2"),
+    )
+    said = " ".join(out.split())
+    assert "round robin" in said and "2 matches a pairing, sides turned (6 matches)" in said
+    rows = [row(out, name) for name in ("greedy", "random", "search")]
+    assert all(r[1] == "4" for r in rows)  # two matches against each of two others
+    assert sum(int(r[2]) for r in rows) == 6
+    assert [float(r[7]) for r in rows] == [int(r[2]) for r in rows]  # a point a win
+    assert Counter(asyncio.run(_created(redis_url, settings))) == {
+        pair: 1
+        for a, b in combinations(("greedy", "random", "search"), 2)
+        for pair in ((a, b), (b, a))
+    }
+
+
+def test_a_swiss_tournament_plays_its_rounds_and_gives_the_odd_strategy_a_bye(
+    redis_url: str, settings: Settings, tmp_path: Path
+) -> None:
+    """Three strategies, two seats, three rounds: one pairing a round, and each strategy rests
+    once (the bye goes to one that has not had one)."""
+    out = tournament(
+        redis_url,
+        settings,
+        tmp_path,
+        *("--rules", "straight", "--players", "2", "--target", "30", "--format", "swiss"),
+        *("--rounds", "3", "--matches", "1", "--seats", "greedy,random,search"),
+        *("--budget-ms", "2"),
+    )
+    assert (
+        "swiss of straight (2 players, to 30) between greedy, random, search: 3 rounds, 1 match "
+        "a pairing (3 matches)" in " ".join(out.split())
+    )
+    rows = [row(out, name) for name in ("greedy", "random", "search")]
+    assert sum(int(r[1]) for r in rows) == 6  # three matches of two
+    assert sum(int(r[8]) for r in rows) == 3  # one bye a round, never twice to one strategy
+    assert all(r[8] == "1" for r in rows)
+    assert len(asyncio.run(_created(redis_url, settings))) == 3
+
+
+def test_a_format_without_enough_strategies_to_fill_a_table_is_refused(
+    redis_url: str, settings: Settings
+) -> None:
+    """Checked before anything starts: three seats of their own need three strategies."""
+    env = Stack(redis_url, settings).env()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "services.cli.main",
+            "tournament",
+            "--format",
+            "round_robin",
+            "--players",
+            "3",
+            "--seats",
+            "greedy,random,greedy",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "2 entrants cannot fill a table of 3 sides" in done.stderr + done.stdout
