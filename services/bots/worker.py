@@ -20,6 +20,8 @@ from events.wire import TurnMessage
 from services.config import Settings
 from services.core.commands import command_message
 from services.core.worker import GroupWorker
+from services.redis.connection import Client
+from services.store.keys import Keys
 from services.transport.base import Entry, Message, Transport
 
 log = structlog.get_logger()
@@ -28,6 +30,16 @@ log = structlog.get_logger()
 def group_name(pool: str) -> str:
     """The consumer group of a pool's workers."""
     return f"bots-{pool}"
+
+
+async def pool_served(redis: Client, keys: Keys, pool: str, within_ms: int = 30_000) -> bool:
+    """Whether some worker of ``pool`` has read its turns within ``within_ms``: a match whose
+    seat names a pool nobody serves would wait for ever."""
+    try:
+        consumers = await redis.xinfo_consumers(keys.turns(0, pool), group_name(pool))
+    except Exception:  # no such stream or group: no worker of this pool ever started
+        return False
+    return any(int(c.get("idle", within_ms)) < within_ms for c in consumers)
 
 
 class BotWorker(GroupWorker):

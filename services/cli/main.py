@@ -23,6 +23,7 @@ from engine.views import redact, view_for
 from events.codec import JSON
 from events.envelope import Envelope
 from services.bots.app import bots_app
+from services.bots.worker import pool_served
 from services.cli import jsonl
 from services.cli.args import CliError, rules_args, rules_from
 from services.cli.clients import service_client
@@ -45,6 +46,7 @@ from services.redis.servers import RedisUnavailable
 from services.referee.app import referee_app
 from services.store import EventStore, open_store
 from services.store.base import ConcurrencyError, NewEvent, StoreError
+from services.store.keys import Keys
 from services.store.projection import RedisCheckpoints
 from services.store.redis import RedisEventStore
 
@@ -370,8 +372,15 @@ def cmd_create(args: argparse.Namespace) -> int:
     settings = _settings()
     rules = rules_from(args)
     seats = [None if s == "external" else s for s in args.seats.split(",")]
+    unknown = sorted({s for s in seats if s is not None and s not in STRATEGIES})
+    if unknown:
+        known = ", ".join(sorted(STRATEGIES))
+        raise CliError(f"no house bot pool {', '.join(unknown)}: the pools are {known}")
 
     async def work(redis: Redis) -> int:
+        for pool in dict.fromkeys(s for s in seats if s is not None):
+            if not await pool_served(redis, Keys(settings.prefix, settings.partitions), pool):
+                print(f"warning: no worker of the pool {pool!r} is running yet", file=sys.stderr)
         client = service_client(redis, settings)
         print(await client.create_match(rules, seats, deadline_ms=args.deadline_ms))
         return 0

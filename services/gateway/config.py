@@ -83,17 +83,75 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
         ),
     ] = 1 << 20
 
+    operator_token: Annotated[
+        str,
+        Var(
+            "DOMINO_OPERATOR_TOKEN",
+            "the operator's token for bans, cancelling any match and arenas (empty: no operator)",
+        ),
+    ] = ""
+    default_deadline_ms: Annotated[
+        int,
+        Var(
+            "DOMINO_GATEWAY_DEFAULT_DEADLINE_MS",
+            "each turn's time limit in a match with outside players, unless the creator sets one",
+        ),
+    ] = 10_000
+    max_deadline_ms: Annotated[
+        int, Var("DOMINO_GATEWAY_MAX_DEADLINE_MS", "the longest turn a creator may set")
+    ] = 120_000
+    forfeit_after: Annotated[
+        int,
+        Var(
+            "DOMINO_GATEWAY_FORFEIT_AFTER",
+            "a seat that times out this many turns in a row forfeits the match",
+        ),
+    ] = 3
+    max_target: Annotated[
+        int, Var("DOMINO_GATEWAY_MAX_TARGET", "the highest match target a creator may set")
+    ] = 1000
+    max_rounds: Annotated[
+        int,
+        Var(
+            "DOMINO_GATEWAY_MAX_ROUNDS",
+            "a match ends after this many rounds even if nobody reached the target",
+        ),
+    ] = 100
+    matches_per_account: Annotated[
+        int,
+        Var("DOMINO_GATEWAY_MATCHES_PER_ACCOUNT", "live matches an account may play at once"),
+    ] = 20
+    challenge_ttl_s: Annotated[
+        int, Var("DOMINO_GATEWAY_CHALLENGE_TTL_S", "an unanswered challenge expires after this")
+    ] = 600
+    seek_ttl_s: Annotated[
+        int, Var("DOMINO_GATEWAY_SEEK_TTL_S", "a seek nobody matched expires after this")
+    ] = 600
+    seek_fill_s: Annotated[
+        float,
+        Var(
+            "DOMINO_GATEWAY_SEEK_FILL_S",
+            "a seek waiting this long is filled with house bots (0: never)",
+        ),
+    ] = 30.0
+    seek_house_pool: Annotated[
+        str, Var("DOMINO_GATEWAY_SEEK_HOUSE_POOL", "the house bot pool that fills seeks")
+    ] = "greedy"
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> GatewaySettings:
         """Read the settings from ``environ`` (default: the process environment); raises
         GatewayConfigError naming a variable that is not a valid, positive value."""
         settings = read_env(cls, environ, GatewayConfigError)
-        numbers = {f: getattr(settings, f) for f in ENV if f != "host"}
-        bad = [ENV[f] for f, v in numbers.items() if v <= 0]
+        numbers = {
+            f: v for f in ENV if isinstance(v := getattr(settings, f), int | float)
+        }
+        bad = [ENV[f] for f, v in numbers.items() if v <= 0 and f not in _MAY_BE_ZERO]
         if bad:
             raise GatewayConfigError(f"{', '.join(bad)} must be positive")
         return settings
 
 
+_MAY_BE_ZERO = {"seek_fill_s"}
 ENV: dict[str, str] = env_names(GatewaySettings)
 """Each gateway setting and the environment variable it is read from."""

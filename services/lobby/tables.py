@@ -39,6 +39,9 @@ JOIN = LuaScript(
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return {-1}
 end
+if redis.call('HGET', KEYS[1], 'status') == 'cancelled' then
+  return {-1}
+end
 local players = tonumber(redis.call('HGET', KEYS[1], 'players'))
 local seat = tonumber(ARGV[2])
 if seat < 0 then

@@ -28,10 +28,13 @@ from services.cli.supervisor import Stack
 from services.config import Settings
 from tests.service.conftest import read_log
 
+OPERATOR = "operator-token-for-tests"
 PLAY_LIMITS = {
     "DOMINO_GATEWAY_LOBBY_PER_S": "500",
     "DOMINO_GATEWAY_LOBBY_BURST": "500",
     "DOMINO_GATEWAY_KEEPALIVE_S": "1",
+    "DOMINO_OPERATOR_TOKEN": OPERATOR,
+    "DOMINO_GATEWAY_SEEK_FILL_S": "2",
 }
 STRICT_LIMITS = {
     "DOMINO_GATEWAY_MOVES_PER_S": "4",
@@ -41,6 +44,8 @@ STRICT_LIMITS = {
     "DOMINO_GATEWAY_LOBBY_BURST": "30",
     "DOMINO_GATEWAY_MAX_BODY_BYTES": "2048",
     "DOMINO_GATEWAY_KEEPALIVE_S": "1",
+    "DOMINO_OPERATOR_TOKEN": OPERATOR,
+    "DOMINO_GATEWAY_SEEK_FILL_S": "2",
 }
 
 
