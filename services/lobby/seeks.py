@@ -294,7 +294,8 @@ return 0
 
 
 class Matchmaker:
-    """Pairs the queue a few times a second while this process holds the matchmaker lease."""
+    """Pairs the queue a few times a second while this process holds the matchmaker lease
+    (and does the ``also`` work, such as running arenas, under the same lease)."""
 
     def __init__(
         self,
@@ -305,8 +306,10 @@ class Matchmaker:
         window: Window | None = None,
         fill_after_s: float | None = 30.0,
         interval_s: float = 0.25,
+        also: Sequence[Callable[[float], Awaitable[int]]] = (),
     ) -> None:
         self.seeks = seeks
+        self.also = list(also)  # more work for the lease holder (the arenas' runner)
         self.start = start
         self.name = name
         self.window = window or Window()
@@ -323,7 +326,10 @@ class Matchmaker:
                     [self.name, int(self.interval_s * 1000 * 8)],
                 )
                 if held:
-                    await self.tick(time.time())
+                    now = time.time()
+                    await self.tick(now)
+                    for work in self.also:
+                        await work(now)
             except Exception:
                 log.exception("matchmaking round failed; trying again")
             with contextlib.suppress(TimeoutError):

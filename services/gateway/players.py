@@ -1,0 +1,566 @@
+"""The gateway's routes for bots as players: accounts, their event and play streams,
+challenges and the seek queue.
+
+Everything here speaks for an account (``Authorization: Bearer dab_...``) except registering,
+which anyone may do (limited per address), and the operator's actions. The account stream
+tells an account what happens to it — challenges, its matches starting and ending — resumable
+by event id; the play stream carries, on one connection, every line of every seat the account
+holds, each wrapped with its match and seat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, Protocol
+
+import msgspec
+import structlog
+from starlette.types import Receive, Scope, Send
+
+from engine.rules import Rules
+from services.gateway.config import GatewaySettings
+from services.gateway.http import ApiError, Request, Response, decode_body
+from services.gateway.hub import FeedUnavailable, Hub, Subscriber
+from services.gateway.protocol import KEEPALIVE_NDJSON, KEEPALIVE_SSE, RulesBody
+from services.gateway.streaming import NDJSON, SSE
+from services.lobby.accounts import Account, AccountError, Accounts
+from services.lobby.arena import Format
+from services.lobby.arenas import Arena, ArenaRefused, Arenas
+from services.lobby.challenges import ChallengeError, Challenges
+from services.lobby.seeks import KINDS, SeekError, Seeks
+from services.lobby.tables import LobbyMatch
+from services.projections.accounts import AccountFeeds
+
+log = structlog.get_logger()
+
+POLL_S = 0.5
+"""How often a stream looks for what another process wrote (a feed event, a new match)."""
+
+
+class RegisterBody(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A new account: its name."""
+
+    name: str
+
+
+class ChallengeBody(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A challenge: the accounts named, in seat order after the challenger, and the rules."""
+
+    opponents: list[str]
+    rules: RulesBody = msgspec.field(default_factory=RulesBody)
+    deadline_ms: int | None = None
+
+
+class ArenaBody(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A new arena: its name, rules and format; rounds for Swiss, a duration for a timed arena,
+    games per pairing for a round robin."""
+
+    name: str
+    rules: RulesBody = msgspec.field(default_factory=RulesBody)
+    format: str = "round_robin"
+    rounds: int = 0
+    games_per_pairing: int = 1
+    duration_s: float = 0.0
+    deadline_ms: int | None = None
+
+
+class EntrantBody(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A house bot pool the operator enters in an arena."""
+
+    pool: str
+
+
+class SeekBody(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A seek: the kind of game wanted."""
+
+    kind: str
+
+
+_REGISTER = msgspec.json.Decoder(RegisterBody)
+_CHALLENGE = msgspec.json.Decoder(ChallengeBody)
+_SEEK = msgspec.json.Decoder(SeekBody)
+_ARENA = msgspec.json.Decoder(ArenaBody)
+_ENTRANT = msgspec.json.Decoder(EntrantBody)
+_FORMATS: dict[str, Format] = {"round_robin": "round_robin", "swiss": "swiss", "arena": "arena"}
+
+
+class Host(Protocol):
+    """What these handlers need of the gateway (services/gateway/app.py)."""
+
+    config: GatewaySettings
+
+    @property
+    def accounts(self) -> Accounts: ...
+    @property
+    def feeds(self) -> AccountFeeds: ...
+    @property
+    def challenges(self) -> Challenges: ...
+    @property
+    def seeks(self) -> Seeks: ...
+    @property
+    def hub(self) -> Hub: ...
+    @property
+    def arenas(self) -> Arenas: ...
+
+    async def account(self, request: Request) -> Account: ...
+    async def lobby_write(self, request: Request) -> None: ...
+    def operator(self, request: Request) -> None: ...
+    async def under_cap(self, account: Account) -> None: ...
+    async def check_pools(self, seats: Sequence[str | None]) -> None: ...
+    def rules_of(self, body: RulesBody, players: int) -> Rules: ...
+    def deadline_of(self, asked: int | None, open_seats: bool) -> int: ...
+    def resume_point(self, request: Request) -> int | None: ...
+    def wants_sse(self, request: Request) -> bool: ...
+    async def rating_of(self, account_id: str, family: str) -> float: ...
+    async def seats_of(self, account: Account, match_id: str) -> list[int]: ...
+    async def open_account_stream(self, account: Account) -> Callable[[], Awaitable[None]]: ...
+    async def start_for(
+        self,
+        rules: Rules,
+        seats: list[Account | str],
+        deadline_ms: int | None = None,
+        creator: str = "",
+    ) -> LobbyMatch: ...
+
+
+class Players:
+    """The handlers; they use the gateway's clients, which exist while it runs."""
+
+    def __init__(self, gw: Host) -> None:
+        self.gw = gw
+
+    # -- accounts ------------------------------------------------------------------------------
+
+    async def register(self, request: Request) -> Response:
+        """POST /accounts: a new account and its token, shown once."""
+        await self.gw.lobby_write(request)
+        body = decode_body(
+            await request.json_body(self.gw.config.max_body_bytes), _REGISTER, "account"
+        )
+        try:
+            account, token = await self.gw.accounts.register(body.name)
+        except AccountError as e:
+            raise ApiError(409 if e.code == "name_taken" else 422, e.code, str(e)) from None
+        log.info("account registered", account=account.id, name=account.name)
+        return Response.json({"account": account.public(), "token": token}, status=201)
+
+    async def me(self, request: Request) -> Response:
+        """GET /account: the account, its live matches, seeks and latest feed event id."""
+        account = await self.gw.account(request)
+        return Response.json(
+            {
+                "account": account.public(),
+                "live": await self.gw.feeds.live(account.id),
+                "seeks": [s.public() for s in await self.gw.seeks.mine(account)],
+                "last_event": await self.gw.feeds.last(account.id),
+            }
+        )
+
+    async def rotate(self, request: Request) -> Response:
+        """POST /account/token: a new token (shown once); the old one stops working."""
+        account = await self.gw.account(request)
+        token = await self.gw.accounts.rotate(account.id)
+        log.info("account token rotated", account=account.id)
+        return Response.json({"token": token})
+
+    async def revoke(self, request: Request) -> Response:
+        """DELETE /account/token: the token stops working; the operator may issue another."""
+        account = await self.gw.account(request)
+        await self.gw.accounts.revoke(account.id)
+        log.info("account token revoked", account=account.id)
+        return Response(204, b"")
+
+    async def public(self, request: Request) -> Response:
+        """GET /accounts/{name}: what anyone may know of an account."""
+        account = await self._named(request)
+        return Response.json({"account": account.public()})
+
+    async def _named(self, request: Request) -> Account:
+        name = request.params["name"]
+        account = await self.gw.accounts.by_name(name)
+        if account is None:
+            raise ApiError(404, "no_account", f"no account named {name!r}")
+        return account
+
+    async def ban(self, request: Request) -> Response:
+        """POST /accounts/{name}/ban (operator): the account can do nothing more; its seeks
+        leave the queue. Its matches go on and time out."""
+        self.gw.operator(request)
+        account = await self.gw.accounts.ban((await self._named(request)).id)
+        for seek in await self.gw.seeks.mine(account):
+            await self.gw.seeks.take([seek])
+        log.warning("account banned", account=account.id)
+        return Response.json({"account": account.public()})
+
+    async def unban(self, request: Request) -> Response:
+        """POST /accounts/{name}/unban (operator)."""
+        self.gw.operator(request)
+        account = await self.gw.accounts.ban((await self._named(request)).id, banned=False)
+        log.warning("account unbanned", account=account.id)
+        return Response.json({"account": account.public()})
+
+    async def issue(self, request: Request) -> Response:
+        """POST /accounts/{name}/token (operator): a new token for an account, shown once."""
+        self.gw.operator(request)
+        account = await self._named(request)
+        token = await self.gw.accounts.rotate(account.id)
+        log.warning("account token issued by the operator", account=account.id)
+        return Response.json({"account": account.public(), "token": token})
+
+    # -- challenges ----------------------------------------------------------------------------
+
+    async def challenge(self, request: Request) -> Response:
+        """POST /challenges: challenge named accounts to a match."""
+        await self.gw.lobby_write(request)
+        account = await self.gw.account(request)
+        body = decode_body(
+            await request.json_body(self.gw.config.max_body_bytes), _CHALLENGE, "challenge"
+        )
+        players = body.rules.players or len(body.opponents) + 1
+        rules = self.gw.rules_of(body.rules, players)
+        deadline = self.gw.deadline_of(body.deadline_ms, open_seats=True)
+        await self.gw.under_cap(account)
+        try:
+            made = await self.gw.challenges.create(account, body.opponents, rules, deadline)
+        except ChallengeError as e:
+            raise ApiError(e.status, e.code, str(e)) from None
+        log.info("challenge made", challenge=made.id, account=account.id)
+        return Response.json({"challenge": made.public()}, status=201)
+
+    async def challenges(self, request: Request) -> Response:
+        """GET /challenges: the account's challenges, made and received."""
+        account = await self.gw.account(request)
+        return Response.json(
+            {"challenges": [c.public() for c in await self.gw.challenges.mine(account)]}
+        )
+
+    async def accept(self, request: Request) -> Response:
+        """POST /challenges/{id}/accept: when the last one named accepts, the match starts."""
+        account = await self.gw.account(request)
+        await self.gw.under_cap(account)
+        challenge_id = request.params["challenge_id"]
+        try:
+            challenge, ready = await self.gw.challenges.accept(account, challenge_id)
+        except ChallengeError as e:
+            raise ApiError(e.status, e.code, str(e)) from None
+        if ready:
+            found = [await self.gw.accounts.get(a) for a in challenge.seats]
+            seats: list[Account | str] = [a for a in found if a is not None]
+            match_id = None
+            try:
+                if len(seats) == len(challenge.seats):
+                    match = await self.gw.start_for(
+                        challenge.rules, seats, challenge.deadline_ms, creator=challenge.challenger
+                    )
+                    match_id = match.match_id
+            finally:
+                await self.gw.challenges.started(challenge.id, match_id)
+            if match_id is None:
+                raise ApiError(409, "challenge_failed", "an account of the challenge is gone")
+            challenge = msgspec.structs.replace(challenge, status="started", match_id=match_id)
+            log.info("challenge started", challenge=challenge.id, match_id=match_id)
+        return Response.json({"challenge": challenge.public()})
+
+    async def decline(self, request: Request) -> Response:
+        """POST /challenges/{id}/decline."""
+        account = await self.gw.account(request)
+        return await self._answer(
+            self.gw.challenges.decline(account, request.params["challenge_id"])
+        )
+
+    async def cancel(self, request: Request) -> Response:
+        """POST /challenges/{id}/cancel (the challenger)."""
+        account = await self.gw.account(request)
+        return await self._answer(
+            self.gw.challenges.cancel(account, request.params["challenge_id"])
+        )
+
+    async def _answer(self, answer: Awaitable[Any]) -> Response:
+        try:
+            challenge = await answer
+        except ChallengeError as e:
+            raise ApiError(e.status, e.code, str(e)) from None
+        return Response.json({"challenge": challenge.public()})
+
+    # -- seeks ---------------------------------------------------------------------------------
+
+    async def seek(self, request: Request) -> Response:
+        """POST /seeks: wait for a game of a kind; the match comes on the account stream."""
+        account = await self.gw.account(request)
+        body = decode_body(await request.json_body(self.gw.config.max_body_bytes), _SEEK, "seek")
+        kind = KINDS.get(body.kind)
+        if kind is None:
+            raise ApiError(
+                422, "unknown_kind", f"kind is one of {', '.join(KINDS)}, not {body.kind!r}"
+            )
+        await self.gw.under_cap(account)
+        rating = await self.gw.rating_of(account.id, kind.family)
+        try:
+            made, new = await self.gw.seeks.add(account, kind.name, rating)
+        except SeekError as e:
+            raise ApiError(e.status, e.code, str(e)) from None
+        return Response.json({"seek": made.public()}, status=201 if new else 200)
+
+    async def seeks(self, request: Request) -> Response:
+        """GET /seeks: the account's waiting seeks."""
+        account = await self.gw.account(request)
+        return Response.json({"seeks": [s.public() for s in await self.gw.seeks.mine(account)]})
+
+    async def withdraw(self, request: Request) -> Response:
+        """DELETE /seeks/{id}."""
+        account = await self.gw.account(request)
+        try:
+            gone = await self.gw.seeks.withdraw(account, request.params["seek_id"])
+        except SeekError as e:
+            raise ApiError(e.status, e.code, str(e)) from None
+        return Response.json({"seek": gone.public(), "status": "withdrawn"})
+
+    # -- arenas --------------------------------------------------------------------------------
+
+    async def create_arena(self, request: Request) -> Response:
+        """POST /arenas (operator): a new arena, open for entrants."""
+        self.gw.operator(request)
+        body = decode_body(await request.json_body(self.gw.config.max_body_bytes), _ARENA, "arena")
+        fmt = _FORMATS.get(body.format)
+        if fmt is None:
+            raise ApiError(422, "bad_arena", f"format is {', '.join(_FORMATS)}")
+        rules = self.gw.rules_of(body.rules, body.rules.players or 2)
+        deadline = self.gw.deadline_of(body.deadline_ms, open_seats=True)
+        try:
+            arena = await self.gw.arenas.create(
+                body.name,
+                rules,
+                fmt,
+                rounds=body.rounds,
+                games_per_pairing=body.games_per_pairing,
+                duration_s=body.duration_s,
+                deadline_ms=deadline,
+            )
+        except ArenaRefused as e:
+            raise ApiError(e.status, e.code, str(e)) from None
+        log.info("arena created", arena=arena.id, format=fmt)
+        return Response.json({"arena": arena.public()}, status=201)
+
+    async def arenas(self, request: Request) -> Response:
+        """GET /arenas: the latest arenas."""
+        return Response.json({"arenas": [a.summary() for a in await self.gw.arenas.latest()]})
+
+    async def arena(self, request: Request) -> Response:
+        """GET /arenas/{id}: the arena, its entrants, matches in play and standings."""
+        return Response.json({"arena": (await self._arena(request)).public()})
+
+    async def _arena(self, request: Request) -> Arena:
+        arena = await self.gw.arenas.get(request.params["arena_id"])
+        if arena is None:
+            raise ApiError(404, "no_arena", f"no arena {request.params['arena_id']!r}")
+        return arena
+
+    async def enter(self, request: Request) -> Response:
+        """POST /arenas/{id}/join (an account) — or, with the operator's token and a body
+        {"pool"}, a house bot pool."""
+        raw = await request.json_body(self.gw.config.max_body_bytes)
+        if raw.strip():
+            self.gw.operator(request)
+            pool = decode_body(raw, _ENTRANT, "entrant").pool
+            await self.gw.check_pools([pool])
+            key, name = f"house:{pool}", pool
+        else:
+            account = await self.gw.account(request)
+            key, name = account.id, account.name
+        return await self._arena_change(self.gw.arenas.join(request.params["arena_id"], key, name))
+
+    async def leave(self, request: Request) -> Response:
+        """POST /arenas/{id}/leave (an account): no more matches for it in the arena."""
+        account = await self.gw.account(request)
+        return await self._arena_change(
+            self.gw.arenas.leave(request.params["arena_id"], account.id)
+        )
+
+    async def start_arena(self, request: Request) -> Response:
+        """POST /arenas/{id}/start (operator): its matches begin."""
+        self.gw.operator(request)
+        return await self._arena_change(self.gw.arenas.start(request.params["arena_id"]))
+
+    async def _arena_change(self, change: Awaitable[Arena]) -> Response:
+        try:
+            arena = await change
+        except ArenaRefused as e:
+            raise ApiError(e.status, e.code, str(e)) from None
+        return Response.json({"arena": arena.public()})
+
+    async def arena_stream(self, request: Request) -> LiveResponse:
+        """GET /arenas/{id}/stream: what happens in the arena, standings after every result;
+        resumable after a line id."""
+        arena = await self._arena(request)
+        after = self.gw.resume_point(request) or 0
+        sse = self.gw.wants_sse(request)
+        arenas = self.gw.arenas
+
+        async def lines() -> AsyncIterator[bytes]:
+            seen = after
+            while True:
+                batch = await arenas.read(arena.id, seen)
+                for n, data in batch:
+                    seen = n
+                    yield _sse(n, data) if sse else data + b"\n"
+                    if b'"type":"finished"' in data[:40]:
+                        return
+                if not batch:
+                    await asyncio.sleep(POLL_S)
+                    yield b""
+
+        async def nothing() -> None:
+            return None
+
+        return LiveResponse(lines(), sse, self.gw.config.keepalive_s, nothing)
+
+    # -- streams -------------------------------------------------------------------------------
+
+    async def events(self, request: Request) -> LiveResponse:
+        """GET /account/stream: the account's events, resumable after an event id."""
+        account = await self.gw.account(request)
+        after = self.gw.resume_point(request)
+        sse = self.gw.wants_sse(request)
+        lease = await self.gw.open_account_stream(account)
+        feeds = self.gw.feeds
+        start = await feeds.last(account.id) if after is None else after
+
+        async def lines() -> AsyncIterator[bytes]:
+            seen = start
+            while True:
+                batch = await feeds.read(account.id, seen)
+                for n, data in batch:
+                    seen = n
+                    yield _sse(n, data) if sse else data + b"\n"
+                if not batch:
+                    await asyncio.sleep(POLL_S)
+                    yield b""
+
+        return LiveResponse(lines(), sse, self.gw.config.keepalive_s, lease)
+
+    async def play(self, request: Request) -> LiveResponse:
+        """GET /account/play: every seat the account holds on one connection; each line is a
+        seat stream's line wrapped as {"match_id", "seat", "line"}."""
+        account = await self.gw.account(request)
+        sse = self.gw.wants_sse(request)
+        lease = await self.gw.open_account_stream(account)
+        gw = self.gw
+        queue: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=1024)
+
+        async def pump(match_id: str, seat: int, sub: Subscriber) -> None:
+            head = b'{"match_id":"%s","seat":%d,"line":' % (match_id.encode(), seat)
+            while (data := await sub.take(3600.0)) is not None:
+                for line in data.split(b"\n"):
+                    if line:
+                        await queue.put(head + line + b"}\n")
+
+        async def lines() -> AsyncIterator[bytes]:
+            followed: dict[str, list[tuple[Subscriber, asyncio.Task[None]]]] = {}
+            try:
+                while True:
+                    for match_id in await gw.feeds.live(account.id):
+                        if match_id in followed:
+                            continue
+                        followed[match_id] = []
+                        for seat in await gw.seats_of(account, match_id):
+                            try:
+                                feed = await gw.hub.follow(match_id)
+                            except FeedUnavailable:
+                                del followed[match_id]
+                                break
+                            sub, _ = gw.hub.subscribe(feed, seat, False, None)
+                            if feed.my_turn_seat == seat:
+                                sub.push(feed.view_line(seat, False, snapshot=False))
+                            task = asyncio.create_task(pump(match_id, seat, sub))
+                            followed[match_id].append((sub, task))
+                    for match_id, subs in list(followed.items()):
+                        if subs and all(t.done() for _, t in subs):
+                            del followed[match_id]  # the match ended: its lines are sent
+                    try:
+                        data = await asyncio.wait_for(queue.get(), POLL_S)
+                    except TimeoutError:
+                        yield b""
+                        continue
+                    if data is not None:
+                        yield _sse_data(data) if sse else data
+            finally:
+                for match_id, subs in followed.items():
+                    for sub, task in subs:
+                        task.cancel()
+                        with contextlib.suppress(Exception):
+                            gw.hub.unsubscribe(gw.hub.feeds[match_id], sub)
+
+        return LiveResponse(lines(), sse, self.gw.config.keepalive_s, lease)
+
+
+def _sse(n: int, data: bytes) -> bytes:
+    kind = msgspec.json.decode(data, type=dict[str, Any]).get("type", "event")
+    return b"id: %d\nevent: %s\ndata: %s\n\n" % (n, str(kind).encode(), data)
+
+
+def _sse_data(data: bytes) -> bytes:
+    return b"event: seat\ndata: %s\n\n" % data.rstrip(b"\n")
+
+
+class LiveResponse:
+    """A long-lived response writing an async iterator's chunks (b"" means nothing new) with
+    a keep-alive after ``keepalive`` seconds of silence, until the client goes away."""
+
+    def __init__(
+        self,
+        lines: AsyncIterator[bytes],
+        sse: bool,
+        keepalive: float,
+        on_close: Callable[[], Awaitable[None]],
+    ) -> None:
+        self.lines = lines
+        self.sse = sse
+        self.keepalive = keepalive
+        self.on_close = on_close
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        gone = asyncio.Event()
+        watcher = asyncio.create_task(_watch(receive, gone))
+        loop = asyncio.get_running_loop()
+        try:
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [
+                        (b"content-type", SSE if self.sse else NDJSON),
+                        (b"cache-control", b"no-cache"),
+                        (b"x-accel-buffering", b"no"),
+                    ],
+                }
+            )
+            ping = KEEPALIVE_SSE if self.sse else KEEPALIVE_NDJSON
+            quiet_since = loop.time()
+            async for chunk in self.lines:
+                if gone.is_set():
+                    break
+                if not chunk:
+                    if loop.time() - quiet_since < self.keepalive:
+                        continue
+                    chunk = ping
+                quiet_since = loop.time()
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        except OSError:
+            pass  # the client went away while we wrote
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+            with contextlib.suppress(Exception):
+                await self.lines.aclose()  # type: ignore[attr-defined]
+            await self.on_close()
+
+
+async def _watch(receive: Receive, gone: asyncio.Event) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            gone.set()
+            return
