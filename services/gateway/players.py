@@ -426,9 +426,27 @@ class Players:
         lease = await self.gw.open_account_stream(account)
         feeds = self.gw.feeds
         start = await feeds.last(account.id) if after is None else after
+        first = b""
+        if after is None:  # a fresh stream: where things stand, then what happens next
+            waiting = [
+                c.public()
+                for c in await self.gw.challenges.mine(account)
+                if c.status == "open" and account.id in c.opponents
+            ]
+            state = {
+                "type": "state",
+                "id": start,
+                "live": await feeds.live(account.id),
+                "challenges": waiting,
+                "seeks": [s.public() for s in await self.gw.seeks.mine(account)],
+            }
+            data = msgspec.json.encode(state)
+            first = _sse(start, data) if sse else data + b"\n"
 
         async def lines() -> AsyncIterator[bytes]:
             seen = start
+            if first:
+                yield first
             while True:
                 batch = await feeds.read(account.id, seen)
                 for n, data in batch:
