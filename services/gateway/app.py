@@ -42,7 +42,7 @@ from services.config import Settings
 from services.core.commands import new_match_id
 from services.gateway.config import GatewaySettings
 from services.gateway.http import ApiError, Endpoint, Request, Response, decode_body
-from services.gateway.hub import FeedUnavailable, Hub, Outcome
+from services.gateway.hub import FeedUnavailable, Flight, Hub, Outcome
 from services.gateway.limits import Concurrency, RateLimiter
 from services.lobby.tables import JoinError, Lobby, LobbyMatch, token_hash
 from services.gateway.openapi import openapi
@@ -224,7 +224,43 @@ class Gateway:
         self, match_id: str, command_id: str, command: Any
     ) -> tuple[Outcome | None, bytes | None]:
         """Send a command and wait for its outcome; (None, versions) if it was applied before,
-        (None, None) if no answer came in time."""
+        (None, None) if no answer came in time.
+
+        A command whose id is already on its way from here is not sent again: it waits for
+        that one's outcome and is its replay (an Outcome with ``replayed``), or shares its
+        rejection. Another command under the same id is sent only if that one was not applied.
+        """
+        flights = self.hub.flights
+        while (flight := flights.get((match_id, command_id))) is not None:
+            first = await asyncio.shield(flight.outcome)
+            if first.version is not None:
+                return Outcome(version=first.version, replayed=True), None
+            if flight.command == command:
+                return (None if first.rejection is None else first), None
+        answer: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
+        flights[(match_id, command_id)] = Flight(command, answer)
+        try:
+            outcome, done = await self._send(match_id, command_id, command)
+        except BaseException:
+            answer.set_result(Outcome())  # its copies are answered "no answer": they retry
+            raise
+        finally:
+            del flights[(match_id, command_id)]
+        if outcome is not None:
+            answer.set_result(outcome)
+        else:  # applied before (done), or no answer in time (neither)
+            answer.set_result(Outcome() if done is None else Outcome(_first(done), replayed=True))
+        return outcome, done
+
+    async def _send(
+        self, match_id: str, command_id: str, command: Any
+    ) -> tuple[Outcome | None, bytes | None]:
+        """Send a command once and wait for its outcome, as :meth:`_await` answers.
+
+        A rejection of a command whose id is applied all the same (a copy sent through another
+        gateway, or before a lost answer) is no rejection: the move is in the log, and this
+        copy is its replay.
+        """
         hub = self.hub
         fut = hub.expect(match_id, command_id)
         try:
@@ -232,12 +268,15 @@ class Gateway:
             if done is not None:
                 return None, done
             try:
-                return await asyncio.wait_for(fut, self.config.move_timeout_s), None
+                outcome = await asyncio.wait_for(fut, self.config.move_timeout_s)
             except TimeoutError:  # the answer may be lost or late: the store knows
-                done = cast(
-                    bytes | None, await self.redis.hget(self.topo.dedupe(match_id), command_id)
-                )
-                return (None if done is None else Outcome(version=_first(done))), None
+                outcome = Outcome()
+            if outcome.version is not None:
+                return outcome, None
+            done = cast(bytes | None, await self.redis.hget(self.topo.dedupe(match_id), command_id))
+            if done is not None:
+                return Outcome(version=_first(done), replayed=outcome.rejection is not None), None
+            return (None if outcome.rejection is None else outcome), None
         finally:
             hub.forget(match_id, command_id, fut)
 
@@ -283,7 +322,7 @@ class Gateway:
                 reveal_stock=body.rules.reveal_stock,
             )
         except RulesError as e:
-            raise ApiError(422, "rejected", str(e), reason="bad_rules", rule="C1") from None
+            raise ApiError(422, "rejected", str(e), reason="bad_rules", rule=_rule_of(e)) from None
         if EXTERNAL in body.seats:
             raise ApiError(
                 422,
@@ -384,6 +423,13 @@ class Gateway:
             raise ApiError(422, "invalid_query", "events is all or minimal")
         return events != "minimal"
 
+    def _until_turn(self, request: Request) -> bool:
+        """``until=turn``: the seat's stream ends after its first turn line."""
+        until = request.query("until")
+        if until not in (None, "turn"):
+            raise ApiError(422, "invalid_query", "until is turn (or left out)")
+        return until == "turn"
+
     def _sse(self, request: Request) -> bool:
         fmt = request.query("format")
         if fmt is not None:
@@ -400,10 +446,11 @@ class Gateway:
         after = self._resume_point(request)
         sse = self._sse(request)
         everything = self._everything(request)
+        until_turn = self._until_turn(request)
         self.seat_streams.acquire(digest)
         try:
             return await self._open_stream(
-                match_id, seat, sse, after, everything, digest, self.seat_streams
+                match_id, seat, sse, after, everything, digest, self.seat_streams, until_turn
             )
         except BaseException:
             self.seat_streams.release(digest)
@@ -438,6 +485,7 @@ class Gateway:
         everything: bool,
         key: str,
         counter: Concurrency,
+        until_turn: bool = False,
     ) -> StreamResponse:
         hub = self.hub
         try:
@@ -450,7 +498,7 @@ class Gateway:
                 "bad_resume",
                 f"event {after} does not exist yet: the match is at version {feed.version}",
             )
-        sub, version = hub.subscribe(feed, seat, sse, after, everything)
+        sub, version = hub.subscribe(feed, seat, sse, after, everything, until_turn)
         first = [] if after is None else await hub.backlog(feed, sub, after, version)
         log.debug("stream opened", match_id=match_id, seat=seat, after=after)
         return StreamResponse(
@@ -489,11 +537,9 @@ class Gateway:
                 409,
                 headers,
             )
-        if outcome is not None:
-            return Response.json(
-                {"accepted": True, "version": outcome.version, "replayed": False}, 200, headers
-            )
-        if done is None:
+        if outcome is None and done is not None:
+            outcome = Outcome(version=_first(done), replayed=True)
+        if outcome is None or outcome.version is None:
             return Response.json(
                 {
                     "error": "timeout",
@@ -503,15 +549,18 @@ class Gateway:
                 504,
                 headers,
             )
-        first = _first(done)
-        records = await self.store.read(match_id, first, first)
-        if records and not _same_move(JSON.decode_envelope(records[0].data).event, command):
-            raise ApiError(
-                409,
-                "idempotency_key_reused",
-                f"Idempotency-Key {key!r} was already used for a different move",
-            )
-        return Response.json({"accepted": True, "version": first, "replayed": True}, 200, headers)
+        version = outcome.version
+        if outcome.replayed:  # what was applied under this key must be this very move
+            records = await self.store.read(match_id, version, version)
+            if records and not _same_move(JSON.decode_envelope(records[0].data).event, command):
+                raise ApiError(
+                    409,
+                    "idempotency_key_reused",
+                    f"Idempotency-Key {key!r} was already used for a different move",
+                )
+        return Response.json(
+            {"accepted": True, "version": version, "replayed": outcome.replayed}, 200, headers
+        )
 
     # -- misc ----------------------------------------------------------------------------------
 
@@ -552,6 +601,16 @@ def _option(choices: Mapping[str, T], name: str, value: str) -> T:
     if choice is None:
         raise RulesError(f"{name} must be {' or '.join(choices)}, not {value!r}")
     return choice
+
+
+_CITED = re.compile(r"\(([CES]\d+)\)")
+
+
+def _rule_of(e: RulesError) -> str:
+    """The rule a rule set breaks, as the engine's message cites it (players and partners C3,
+    the set C1); "-" when it cites none."""
+    cited = _CITED.search(str(e))
+    return cited.group(1) if cited else "-"
 
 
 def _first(done: bytes) -> int:

@@ -29,7 +29,7 @@ from engine.state import MatchState
 from engine.views import redact, view_for
 from events.codec import JSON, DecodeError
 from events.envelope import Envelope
-from events.model import AnyEvent, MatchEnded, Rejection, RoundEnded, TurnTimedOut
+from events.model import AnyCommand, AnyEvent, MatchEnded, Rejection, RoundEnded, TurnTimedOut
 from services.gateway.protocol import EventLine, Snapshot, TurnLine, frame
 from services.store.keys import Keys
 from services.store.redis import RedisEventStore
@@ -58,14 +58,22 @@ class Subscriber:
         "seat",
         "size",
         "sse",
+        "until_turn",
     )
 
     def __init__(
-        self, seat: int | None, sse: bool, after: int, limit: int, everything: bool = True
+        self,
+        seat: int | None,
+        sse: bool,
+        after: int,
+        limit: int,
+        everything: bool = True,
+        until_turn: bool = False,
     ) -> None:
         self.seat = seat
         self.sse = sse
         self.everything = everything  # every event, or only those :func:`essential` keeps
+        self.until_turn = until_turn  # the stream ends after its first turn line
         self.after = after  # live events up to this version are not sent (resumed streams)
         self.limit = limit
         self.chunks: list[bytes] = []
@@ -91,6 +99,12 @@ class Subscriber:
         """Nothing more will come: the writer sends what is queued and ends the response."""
         self.finished = True
         self._wake()
+
+    def push_turn(self, data: bytes) -> None:
+        """Queue a turn line; a stream opened ``until=turn`` ends with it."""
+        self.push(data)
+        if self.until_turn:
+            self.finish()
 
     def _wake(self) -> None:
         waiter = self._waiter
@@ -166,20 +180,27 @@ class Feed:
         return self.last_ts + state.deadline_ms / 1000
 
     def view_line(self, seat: int | None, sse: bool, snapshot: bool) -> bytes:
-        """The receiver's view now: a snapshot, or the turn line of the seat to move."""
+        """The receiver's view now: a snapshot, or the turn line of the seat to move. A turn's
+        deadline is given both as a time and as the milliseconds left now."""
         state = self.state
         if state is None:
             line: Snapshot | TurnLine = Snapshot(id=0, match_id=self.match_id, seat=seat, view=None)
             return frame(line, sse)
         mine = state.phase == "playing" and seat is not None and state.turn == seat
         deadline = self.deadline() if mine else None
+        left = None if deadline is None else max(0, round((deadline - time.time()) * 1000))
         view = view_for(state, seat)
         if snapshot:
             line = Snapshot(
-                id=self.version, match_id=self.match_id, seat=seat, view=view, deadline=deadline
+                id=self.version,
+                match_id=self.match_id,
+                seat=seat,
+                view=view,
+                deadline=deadline,
+                remaining_ms=left,
             )
         else:
-            line = TurnLine(id=self.version, view=view, deadline=deadline)
+            line = TurnLine(id=self.version, view=view, deadline=deadline, remaining_ms=left)
         return frame(line, sse)
 
     @property
@@ -195,13 +216,32 @@ class Feed:
 
 
 class Outcome:
-    """What became of a command: accepted at ``version``, or rejected."""
+    """What became of a command: accepted at ``version`` (``replayed`` when it was an earlier
+    copy of it that was applied: this one changed nothing), rejected, or — neither — unknown:
+    no answer came in time."""
 
-    __slots__ = ("rejection", "version")
+    __slots__ = ("rejection", "replayed", "version")
 
-    def __init__(self, version: int | None = None, rejection: Rejection | None = None) -> None:
+    def __init__(
+        self,
+        version: int | None = None,
+        rejection: Rejection | None = None,
+        replayed: bool = False,
+    ) -> None:
         self.version = version
         self.rejection = rejection
+        self.replayed = replayed
+
+
+class Flight:
+    """A command on its way from this gateway: what it asks, and its outcome once known. A
+    copy of it posted meanwhile (the same id) waits for this outcome instead of being sent."""
+
+    __slots__ = ("command", "outcome")
+
+    def __init__(self, command: AnyCommand, outcome: asyncio.Future[Outcome]) -> None:
+        self.command = command
+        self.outcome = outcome
 
 
 class Hub:
@@ -222,6 +262,7 @@ class Hub:
         self.buffer_limit = buffer_limit
         self.feeds: dict[str, Feed] = {}
         self._waiters: dict[tuple[str, str], list[asyncio.Future[Outcome]]] = {}
+        self.flights: dict[tuple[str, str], Flight] = {}  # (match, command id) -> in flight
         self._watched: dict[str, int] = {}  # match -> moves waiting on it
         self._positions: dict[str, bytes | str] = {}
         self._tasks: list[asyncio.Task[None]] = []
@@ -275,17 +316,22 @@ class Hub:
         sse: bool,
         after: int | None,
         everything: bool = True,
+        until_turn: bool = False,
     ) -> tuple[Subscriber, int]:
         """Open a stream on a ready feed; return it and the version it starts from.
 
-        A fresh stream (``after`` None) starts with a snapshot; a resumed one needs the events
-        after ``after`` up to the returned version (see :meth:`backlog`), then goes live.
+        A fresh stream (``after`` None) starts with a snapshot, and then, if it is the seat's
+        move, a turn line like any other, so a client that acts on turn lines alone misses
+        none. A resumed one needs the events after ``after`` up to the returned version (see
+        :meth:`backlog`), then goes live.
         """
         version = feed.version
         start = version if after is None else max(after, version)
-        sub = Subscriber(seat, sse, start, self.buffer_limit, everything)
+        sub = Subscriber(seat, sse, start, self.buffer_limit, everything, until_turn)
         if after is None:
             sub.push(feed.view_line(seat, sse, snapshot=True))
+            if seat is not None and feed.my_turn_seat == seat:
+                sub.push_turn(feed.view_line(seat, sse, snapshot=False))
         feed.subs.add(sub)
         if feed.over:
             sub.finish()
@@ -293,7 +339,7 @@ class Hub:
 
     async def backlog(self, feed: Feed, sub: Subscriber, after: int, upto: int) -> list[bytes]:
         """The events after ``after`` up to ``upto`` for a resumed stream, then its turn if it
-        is still its move at ``upto``."""
+        is still its move at ``upto`` (and, opened ``until=turn``, nothing after that)."""
         out: list[bytes] = []
         if after < upto:
             for record in await self.store.read(feed.match_id, after + 1, upto):
@@ -304,6 +350,10 @@ class Hub:
                 out.append(frame(line, sub.sse))
         if sub.seat is not None and feed.version == upto and feed.my_turn_seat == sub.seat:
             out.append(feed.view_line(sub.seat, sub.sse, snapshot=False))
+            if sub.until_turn:
+                sub.chunks.clear()  # live lines queued meanwhile come after the turn: drop them
+                sub.size = 0
+                sub.finish()
         return out
 
     def unsubscribe(self, feed: Feed, sub: Subscriber) -> None:
@@ -446,7 +496,7 @@ class Hub:
                 data = lines.get(sub.sse)
                 if data is None:
                     data = lines[sub.sse] = feed.view_line(seat, sub.sse, snapshot=False)
-                sub.push(data)
+                sub.push_turn(data)
 
     async def _load(self, feed: Feed) -> None:
         """Read the match stream from where the feed is, then what came meanwhile."""

@@ -44,6 +44,7 @@ class Snapshot(msgspec.Struct, frozen=True, kw_only=True, tag="snapshot", tag_fi
     seat: int | None
     view: View | None  # None while the match waits for players
     deadline: float | None = None  # seconds since the epoch, when it is this seat's turn
+    remaining_ms: int | None = None  # the same deadline, as milliseconds left when sent
 
 
 class EventLine(msgspec.Struct, frozen=True, kw_only=True, tag="event", tag_field="type"):
@@ -58,7 +59,8 @@ class TurnLine(msgspec.Struct, frozen=True, kw_only=True, tag="turn", tag_field=
 
     id: int
     view: View
-    deadline: float | None = None
+    deadline: float | None = None  # seconds since the epoch; None without deadlines
+    remaining_ms: int | None = None  # the same deadline, as milliseconds left when sent
 
 
 Line = Snapshot | EventLine | TurnLine

@@ -276,6 +276,7 @@ def test_a_seat_stream_opened_before_the_match_starts_waits_for_it_and_sees_it_b
                 "seat": seat,
                 "view": None,
                 "deadline": None,
+                "remaining_ms": None,
             }
             await asyncio.to_thread(join, g.url, match_id)  # the last seat: the match starts
             async for raw in lines:

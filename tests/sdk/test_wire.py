@@ -106,7 +106,17 @@ def played(
             return
         if state.phase == "playing" and state.turn is not None:
             deadline = rng.uniform(1.7e9, 1.8e9)  # seconds since the epoch
-            yield TurnLine(id=state.version, view=view_for(state, state.turn), deadline=deadline)
+            left = rng.randint(0, 5000)  # the same deadline as milliseconds left
+            view = view_for(state, state.turn)
+            yield TurnLine(id=state.version, view=view, deadline=deadline, remaining_ms=left)
+            yield Snapshot(
+                id=state.version,
+                match_id=MATCH,
+                seat=state.turn,
+                view=view,
+                deadline=deadline,
+                remaining_ms=left,
+            )
         commands += 1
         stopping = None if stop is None or commands < stop[0] else stop[1]
         command = _next_command(state, strategies, rng, timeouts, stopping)

@@ -1,0 +1,349 @@
+"""What a newcomer met writing a bot from docs/protocol.md alone, each fixed and kept fixed:
+the documented curl session runs as written on any deal; a stream opened on the seat's turn
+says so with a turn line; deadlines come as milliseconds left too; racing copies of one move
+get one "replayed": false and never a rejection of a move that was applied; every answer
+matches its schema in the OpenAPI document; errors cite the rule they mean."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from domino_sdk.protocol import decode_line
+
+from engine.game import decide, evolve, legal_moves
+from events.model import AnyEvent, Move, Rejection
+from tests.gateway.conftest import PLAY_LIMITS, Gateways, create, free_port, join, wait_for_version
+from tests.service.conftest import fold
+
+pytestmark = pytest.mark.service
+
+ROOT = Path(__file__).resolve().parents[2]
+PROTOCOL = ROOT / "docs" / "protocol.md"
+API = "/api/v1"
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+
+def body_of(move: Move) -> dict[str, Any]:
+    """A move as a client posts it."""
+    out: dict[str, Any] = {"type": move.__struct_config__.tag}
+    tile = getattr(move, "tile", None)
+    if tile is not None:
+        out["tile"] = list(tile)
+        out["end"] = getattr(move, "end", None)
+    return out
+
+
+@pytest.fixture(scope="module")
+def racing(gateways: Gateways) -> Gateways:
+    """The stack with a gateway of its own whose budget of rejected moves is unlimited: the
+    races below are refused by the rules (C4) on purpose, many times over."""
+    url = gateways.spawn_gateway(
+        "gateway-races",
+        free_port(),
+        {**PLAY_LIMITS, "DOMINO_GATEWAY_REJECTED_MOVE_BURST": "100000"},
+    )
+    return Gateways(gateways.stack, gateways.settings, gateways.redis_url, url, url)
+
+
+class Table:
+    """A two-seat match, both seats held by the test: the log moves only when we move."""
+
+    def __init__(self, g: Gateways, **create_args: Any) -> None:
+        self.g = g
+        rules = {"players": 2, **create_args.pop("rules", {})}
+        self.match_id = create(g.url, [None, None], rules=rules, **create_args)
+        self.tokens = dict(join(g.url, self.match_id) for _ in range(2))
+        wait_for_version(g, self.match_id, 2)  # created and dealt: the first seat's turn
+
+    def auth(self, seat: int) -> dict[str, str]:
+        return {"authorization": f"Bearer {self.tokens[seat]}"}
+
+    def path(self, seat: int, what: str) -> str:
+        return f"{API}/matches/{self.match_id}/seats/{seat}/{what}"
+
+    async def log(self) -> list[Any]:
+        return await asyncio.to_thread(self.g.log, self.match_id)
+
+
+async def read_lines(
+    http: httpx.AsyncClient, url: str, n: int, timeout: float = 5.0, **kw: Any
+) -> list[dict[str, Any]]:
+    """The first ``n`` lines of a stream (keep-alives skipped); fewer if it stalls, and if it
+    ends, ``{"end": "ended"}`` after its last line."""
+    got: list[dict[str, Any]] = []
+
+    async def read() -> None:
+        async with http.stream("GET", url, **kw) as r:
+            assert r.status_code == 200, await r.aread()
+            async for raw in r.aiter_lines():
+                if raw:
+                    got.append(json.loads(raw))
+                if len(got) >= n:
+                    return
+            got.append({"end": "ended"})
+
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(read(), timeout)
+    return got
+
+
+# -- 1. the documented session runs as written, whatever the deal ------------------------------
+
+
+def test_until_turn_ends_a_seat_stream_after_its_turn_line_fresh_or_resumed(
+    gateways: Gateways,
+) -> None:
+    """``?until=turn``: a stream a shell script can read to the end. Fresh on the seat's
+    turn: the snapshot and the turn line. Resumed: the events since, then the turn line."""
+    g = gateways
+    t = Table(g)
+    state = fold(g.log(t.match_id))
+    seat = state.turn
+    assert seat is not None
+
+    async def whole(**params: str) -> list[dict[str, Any]]:
+        """Every line of the stream, which must end by itself within 5 s."""
+        async with httpx.AsyncClient(base_url=g.url, timeout=10) as http:
+            got = await read_lines(
+                http, t.path(seat, "stream"), 99, params=params, headers=t.auth(seat)
+            )
+            assert got and got[-1].get("end") == "ended", f"the stream went on: {got}"
+            return got[:-1]
+
+    fresh = asyncio.run(whole(until="turn"))
+    assert [x["type"] for x in fresh] == ["snapshot", "turn"]
+    assert fresh[1]["view"]["legal"]
+    resumed = asyncio.run(whole(until="turn", after="0"))
+    assert [x["type"] for x in resumed] == ["event", "event", "turn"]
+    bad = httpx.get(
+        f"{g.url}{t.path(seat, 'stream')}", params={"until": "end"}, headers=t.auth(seat)
+    )
+    assert bad.status_code == 422 and bad.json()["error"] == "invalid_query"
+
+
+# -- 2. a fresh stream on the seat's turn sends a turn line ------------------------------------
+
+
+def test_a_stream_opened_on_the_seats_turn_sends_the_snapshot_and_then_a_turn_line(
+    gateways: Gateways,
+) -> None:
+    """A client that acts on turn lines alone never waits for a turn it was already given
+    in the snapshot; the other seat gets the snapshot alone."""
+    g = gateways
+    t = Table(g)
+    state = fold(g.log(t.match_id))
+    seat = state.turn
+    assert seat is not None
+
+    async def scenario() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        async with httpx.AsyncClient(base_url=g.url, timeout=10) as http:
+            mine = await read_lines(http, t.path(seat, "stream"), 2, headers=t.auth(seat))
+            theirs = await read_lines(
+                http, t.path(1 - seat, "stream"), 2, timeout=1.5, headers=t.auth(1 - seat)
+            )
+            return mine, theirs
+
+    mine, theirs = asyncio.run(scenario())
+    assert [x["type"] for x in mine] == ["snapshot", "turn"]
+    snapshot, turn = mine
+    assert turn["id"] == snapshot["id"] == state.version
+    assert turn["view"] == snapshot["view"]
+    assert turn["view"]["legal"]
+    assert [x["type"] for x in theirs] == ["snapshot"]  # not its turn: nothing more yet
+
+
+# -- 4. deadlines as milliseconds left ---------------------------------------------------------
+
+
+def test_turn_and_snapshot_lines_carry_the_milliseconds_left_and_the_sdk_reads_them(
+    gateways: Gateways,
+) -> None:
+    """``remaining_ms`` is the deadline as time left when the line was sent; ``deadline``
+    the same moment as seconds since the epoch. Both null when it is not the seat's turn."""
+    g = gateways
+    t = Table(g, deadline_ms=60_000)
+    state = fold(g.log(t.match_id))
+    seat = state.turn
+    assert seat is not None
+
+    async def scenario() -> list[dict[str, Any]]:
+        async with httpx.AsyncClient(base_url=g.url, timeout=10) as http:
+            return await read_lines(http, t.path(seat, "stream"), 2, headers=t.auth(seat))
+
+    sent = time.time()
+    lines = asyncio.run(scenario())
+    assert [x["type"] for x in lines] == ["snapshot", "turn"]
+    for line in lines:
+        assert 0 < line["remaining_ms"] <= 60_000
+        assert abs(line["deadline"] - (sent + line["remaining_ms"] / 1000)) < 5
+        decoded = decode_line(json.dumps(line).encode())
+        assert decoded is not None
+        assert decoded.remaining_ms == line["remaining_ms"]  # type: ignore[union-attr]
+
+    waiting = asyncio.run(_first_line(g, t, 1 - seat))  # not its turn: no deadline
+    assert (waiting["type"], waiting["deadline"], waiting["remaining_ms"]) == (
+        "snapshot",
+        None,
+        None,
+    )
+
+
+async def _first_line(g: Gateways, t: Table, seat: int) -> dict[str, Any]:
+    async with httpx.AsyncClient(base_url=g.url, timeout=10) as http:
+        return (await read_lines(http, t.path(seat, "stream"), 1, headers=t.auth(seat)))[0]
+
+
+# -- 6, 7. racing copies of one move -----------------------------------------------------------
+
+
+def test_two_posts_racing_with_one_idempotency_key_get_exactly_one_replayed_false(
+    racing: Gateways,
+) -> None:
+    """Both are accepted at the same version; one applied it, the other is its replay."""
+    g = racing
+    t = Table(g, rules={"target": 1000})
+
+    async def scenario() -> list[tuple[int, Any, Any]]:
+        trials: list[tuple[int, Any, Any]] = []
+        async with httpx.AsyncClient(base_url=g.url, timeout=10) as http:
+            for trial in range(12):
+                state = fold(await t.log())
+                seat = state.turn
+                assert seat is not None and state.phase == "playing"
+                move = body_of(legal_moves(state)[0])
+                headers = {**t.auth(seat), "idempotency-key": f"race-{trial}"}
+                a, b = await asyncio.gather(
+                    http.post(t.path(seat, "moves"), json=move, headers=headers),
+                    http.post(t.path(seat, "moves"), json=move, headers=headers),
+                )
+                trials.append((state.version + 1, a, b))
+        return trials
+
+    for version, a, b in asyncio.run(scenario()):
+        assert a.status_code == b.status_code == 200, (a.text, b.text)
+        answers = sorted([a.json(), b.json()], key=lambda x: x["replayed"])
+        assert answers == [
+            {"accepted": True, "version": version, "replayed": False},
+            {"accepted": True, "version": version, "replayed": True},
+        ]
+    versions: dict[str, list[int]] = {}
+    for e in g.log(t.match_id):
+        versions.setdefault(e.command_id, []).append(e.version)
+    moves = {k: v for k, v in versions.items() if k.startswith("gw:")}
+    assert len(moves) == 12
+    assert all(v == list(range(v[0], v[0] + len(v))) for v in moves.values())  # applied once
+
+
+def test_a_retry_racing_its_original_is_never_told_rejected_when_the_move_was_applied(
+    racing: Gateways,
+) -> None:
+    """The seat posts its move a moment before its turn (refused: not_your_turn, C4) and
+    again, with the same key, as the other seat's move lands. Whatever the order, a move
+    found in the log under that key was never refused to the retry, and of two acceptances
+    one is the original and one its replay."""
+    g = racing
+    t = Table(g, rules={"target": 1000})
+    wrong: list[str] = []
+
+    async def scenario() -> None:
+        async with httpx.AsyncClient(base_url=g.url, timeout=10) as http:
+            for trial in range(24):
+                state = fold(await t.log())
+                mover = state.turn
+                assert mover is not None and state.phase == "playing"
+                first = legal_moves(state)[0]
+                after = _after(state, first)
+                if after is None or after.turn == mover:  # no next seat to race
+                    await http.post(
+                        t.path(mover, "moves"),
+                        json=body_of(first),
+                        headers={**t.auth(mover), "idempotency-key": f"end-{trial}"},
+                    )
+                    await asyncio.sleep(0.1)
+                    continue
+                nxt = after.turn
+                reply = body_of(legal_moves(after)[0])
+                gap = 0.001 * (trial % 6)
+                retry_key = {**t.auth(nxt), "idempotency-key": f"retry-{trial}"}
+                o, m, r = await asyncio.gather(
+                    post_later(http, 0, t.path(nxt, "moves"), reply, retry_key),
+                    post_later(
+                        http,
+                        gap,
+                        t.path(mover, "moves"),
+                        body_of(first),
+                        {**t.auth(mover), "idempotency-key": f"first-{trial}"},
+                    ),
+                    post_later(http, 2 * gap + 0.002, t.path(nxt, "moves"), reply, retry_key),
+                )
+                assert m.status_code == 200, m.text
+                log = await t.log()
+                applied = any(e.command_id == f"gw:{nxt}:retry-{trial}" for e in log)
+                if applied and r.status_code != 200:
+                    wrong.append(f"{trial}: the retry was refused: {r.text}")
+                if applied and o.status_code != 200 and r.json().get("replayed"):
+                    wrong.append(f"{trial}: refused, then replayed: {o.text} {r.text}")
+                both = o.status_code == r.status_code == 200
+                if both and [o.json()["replayed"], r.json()["replayed"]].count(False) != 1:
+                    wrong.append(f"{trial}: not one original: {o.text} {r.text}")
+                if not applied:  # the seat still has its move to make: make it
+                    await http.post(
+                        t.path(nxt, "moves"),
+                        json=reply,
+                        headers={**t.auth(nxt), "idempotency-key": f"again-{trial}"},
+                    )
+                await asyncio.sleep(0.05)
+
+    asyncio.run(scenario())
+    assert not wrong, wrong
+
+
+async def post_later(
+    http: httpx.AsyncClient, delay: float, path: str, body: Any, headers: dict[str, str]
+) -> httpx.Response:
+    """POST after ``delay`` seconds."""
+    await asyncio.sleep(delay)
+    return await http.post(path, json=body, headers=headers)
+
+
+def _after(state: Any, move: Move) -> Any:
+    """The state after ``move`` if the same round goes on, else None."""
+    result = decide(state, move)
+    assert not isinstance(result, Rejection)
+    after = state.copy()
+    events: list[AnyEvent] = list(result)
+    for event in events:
+        after = evolve(after, event)
+    return after if after.phase == "playing" and after.round == state.round else None
+
+
+# -- 8. rule citations -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("rules", "seats", "rule"),
+    [
+        ({"players": 1}, 1, "C3"),  # 2, 3 or 4 players
+        ({"players": 5}, 5, "C3"),
+        ({"players": 3, "partners": True}, 3, "C3"),  # partners need four
+        ({"top": 7}, 2, "C1"),  # double-6, -9 or -12
+        ({"family": "chess"}, 2, "-"),  # no rule names the families' list
+    ],
+)
+def test_a_match_the_rules_forbid_cites_the_rule_it_breaks(
+    gateways: Gateways, rules: dict[str, Any], seats: int, rule: str
+) -> None:
+    """RULES.md C3 is the player count (and partners), C1 the set."""
+    r = httpx.post(f"{gateways.url}{API}/matches", json={"seats": [None] * seats, "rules": rules})
+    assert r.status_code == 422, r.text
+    body = r.json()
+    assert (body["error"], body["reason"], body["rule"]) == ("rejected", "bad_rules", rule)
