@@ -2,8 +2,10 @@
 ``choose(view)``, call ``run(url, token)``.
 
 The bot talks to the gateway over HTTP only (docs/protocol.md): it reconnects and resumes its
-stream, honours 429s, and answers each turn once. The protocol's wire types — the view, moves,
-events, stream lines and request bodies — are msgspec structs, importable from here.
+stream, honours 429s, and answers each turn once. With an account token (``dab_...``, from
+:func:`register`), ``run_account`` plays every match of the account at once, answering
+challenges and seeking games. The protocol's wire types — the view, moves, events, stream
+lines, request bodies and the account's events — are msgspec structs, importable from here.
 
 The wire types load at once (msgspec only); :class:`Bot` and the clients on first use, so the
 gateway, which shares the request bodies, never loads httpx.
@@ -14,6 +16,27 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from domino_sdk.lobby import (
+    Account,
+    AccountEvent,
+    AccountState,
+    AnyAccountEvent,
+    Challenge,
+    ChallengeAccepted,
+    ChallengeCancelled,
+    ChallengeDeclined,
+    ChallengeReceived,
+    MatchFinished,
+    MatchStarted,
+    PlayLine,
+    Registered,
+    Seek,
+    SeekExpired,
+    SeenAccountEvent,
+    UnknownAccountEvent,
+    decode_account_event,
+    decode_play_line,
+)
 from domino_sdk.model import (
     AnyEvent,
     DrawTile,
@@ -39,6 +62,7 @@ from domino_sdk.protocol import EventLine, Line, Snapshot, TurnLine, decode_line
 from domino_sdk.views import OpenEnd, View
 
 if TYPE_CHECKING:
+    from domino_sdk.account import AccountClient, register
     from domino_sdk.bot import Bot
     from domino_sdk.client import (
         GatewayError,
@@ -48,8 +72,11 @@ if TYPE_CHECKING:
         Seat,
         SeatClient,
     )
+    from domino_sdk.session import AccountSession
 
 _WHERE = {
+    "AccountClient": "domino_sdk.account",
+    "AccountSession": "domino_sdk.session",
     "Bot": "domino_sdk.bot",
     "GatewayError": "domino_sdk.client",
     "LobbyClient": "domino_sdk.client",
@@ -57,10 +84,22 @@ _WHERE = {
     "MoveResult": "domino_sdk.client",
     "Seat": "domino_sdk.client",
     "SeatClient": "domino_sdk.client",
+    "register": "domino_sdk.account",
 }
 __all__ = [
+    "Account",
+    "AccountClient",
+    "AccountEvent",
+    "AccountSession",
+    "AccountState",
+    "AnyAccountEvent",
     "AnyEvent",
     "Bot",
+    "Challenge",
+    "ChallengeAccepted",
+    "ChallengeCancelled",
+    "ChallengeDeclined",
+    "ChallengeReceived",
     "DrawTile",
     "End",
     "Event",
@@ -70,17 +109,24 @@ __all__ = [
     "LobbyClient",
     "MatchCreated",
     "MatchEnded",
+    "MatchFinished",
+    "MatchStarted",
     "Move",
     "MoveRejected",
     "MoveResult",
     "OpenEnd",
     "PassTurn",
+    "PlayLine",
     "PlayTile",
+    "Registered",
     "RoundEnded",
     "RoundStarted",
     "Rules",
     "Seat",
     "SeatClient",
+    "Seek",
+    "SeekExpired",
+    "SeenAccountEvent",
     "SeenEvent",
     "Snapshot",
     "Tile",
@@ -89,9 +135,13 @@ __all__ = [
     "TurnLine",
     "TurnPassed",
     "TurnTimedOut",
+    "UnknownAccountEvent",
     "UnknownEvent",
     "View",
+    "decode_account_event",
     "decode_line",
+    "decode_play_line",
+    "register",
 ]
 
 

@@ -10,33 +10,52 @@
 ``choose`` is called once per turn with the seat's view (C8): its hand, the table, and
 ``view.legal``, the moves it may make. The bot answers each turn with an Idempotency-Key
 derived from the turn's version, so a turn seen twice (after a reconnect) is answered once.
+
+With an account token the same bot plays as the account, every match it is in at once:
+
+    Heaviest().run_account(url, account_token, seek="express-4p", games=20)
+
+It answers challenges by :meth:`Bot.accept`, keeps a seek in the queue while it has games to
+play, and returns once they have all finished (docs/bots.md).
 """
 
 from __future__ import annotations
 
 import abc
 import asyncio
+import contextvars
 import logging
 from collections.abc import Callable
 
 import httpx
 
+from domino_sdk.account import AccountClient, is_account_token
 from domino_sdk.client import GatewayError, MoveRejected, SeatClient
+from domino_sdk.lobby import Challenge, MatchFinished, SeenAccountEvent
 from domino_sdk.model import MatchEnded, Move, SeenEvent
-from domino_sdk.protocol import EventLine
+from domino_sdk.protocol import EventLine, MoveBody
+from domino_sdk.session import AccountSession
 from domino_sdk.views import View
 
 log = logging.getLogger(__name__)
+_SESSION: contextvars.ContextVar[AccountSession] = contextvars.ContextVar("domino_sdk_session")
 
 
 class Bot(abc.ABC):
-    """An external bot: one seat of one match, played over HTTP."""
+    """An external bot: one seat of one match (:meth:`run`), or every match of an account at
+    once (:meth:`run_account`), played over HTTP."""
 
     name = "bot"
+    max_matches = 4
+    """As an account: seek no more, and by default accept no challenge, while this many of its
+    matches are live."""
+
+    _session: AccountSession | None = None
 
     @abc.abstractmethod
-    def choose(self, view: View) -> Move:
-        """Return one of ``view.legal`` (never called with an empty list)."""
+    def choose(self, view: View) -> Move | MoveBody:
+        """Return one of ``view.legal`` (never called with an empty list), or
+        ``domino_sdk.protocol.ResignBody()`` to concede the match."""
 
     def on_event(self, event: SeenEvent, version: int) -> None:  # noqa: B027 - optional hook
         """Called with every event the seat sees, in order; override to keep track.
@@ -45,10 +64,93 @@ class Bot(abc.ABC):
         timeouts, and the ends of rounds and of the match.
         """
 
+    # -- as an account -------------------------------------------------------------------------
+
+    def accept(self, challenge: Challenge, live: int) -> bool:
+        """Whether to accept a challenge made to the account, ``live`` being how many of its
+        matches are being played now; by default, while fewer than ``max_matches``."""
+        return live < self.max_matches
+
+    def on_account_event(self, event: SeenAccountEvent) -> None:  # noqa: B027 - optional hook
+        """Called with every event of the account stream (challenges, matches started and
+        finished, seeks expired), in order, once the session has acted on it."""
+
+    def for_match(self, match_id: str, seat: int) -> Bot:
+        """The bot that plays this seat of this match (its ``choose`` and ``on_event`` are
+        called for it alone); this one by default. Override to keep state by match, e.g.
+        ``return type(self)()``."""
+        return self
+
+    def resign(self, match_id: str) -> asyncio.Task[None]:
+        """Concede a live match of the account (from a hook, or any coroutine); returns the
+        task posting the resignation. Raises RuntimeError unless ``run_account`` is running."""
+        return self._running("resign()").resign(match_id)
+
+    def stop(self) -> None:
+        """Take no more games as an account: ``run_account`` returns once the live matches
+        have finished. Raises RuntimeError unless ``run_account`` is running."""
+        self._running("stop()").stop()
+
+    def _running(self, what: str) -> AccountSession:
+        """This bot's session, or (for a bot made by ``for_match``) the one calling it."""
+        session = self._session or _SESSION.get(None)
+        if session is None:
+            raise RuntimeError(f"{what} needs the bot playing as an account (run_account)")
+        return session
+
+    async def play_account(
+        self,
+        url: str,
+        token: str,
+        *,
+        seek: str | None = None,
+        games: int | None = None,
+        max_matches: int | None = None,
+        client: httpx.AsyncClient | None = None,
+    ) -> list[MatchFinished]:
+        """Play as the account of ``token`` (``dab_...``): every match it is in, at once.
+
+        ``seek``: a kind of game (``express-4p``, ``straight-2p``, …) to keep seeking; ``games``:
+        how many matches to start in all before taking no more (None: until :meth:`stop`);
+        ``max_matches``: the cap of live matches (default the class's). Returns the matches
+        finished, in order, once every one started has finished.
+        """
+        account = AccountClient(url, token, client=client)
+        cap = self.max_matches if max_matches is None else max_matches
+        session = AccountSession(self, account, seek=seek, games=games, max_matches=cap)
+        self._session = session
+        current = _SESSION.set(session)  # the session's tasks, and the hooks they call, see it
+        try:
+            return await session.run()
+        finally:
+            _SESSION.reset(current)
+            self._session = None
+            await account.aclose()
+
+    def run_account(
+        self,
+        url: str,
+        token: str,
+        *,
+        seek: str | None = None,
+        games: int | None = None,
+        max_matches: int | None = None,
+    ) -> list[MatchFinished]:
+        """:meth:`play_account`, blocking."""
+        _log_at_info_unless_configured()
+        with asyncio.Runner(loop_factory=_fastest_loop()) as runner:
+            return runner.run(
+                self.play_account(url, token, seek=seek, games=games, max_matches=max_matches)
+            )
+
+    # -- one seat --------------------------------------------------------------------------------
+
     async def play(
         self, url: str, token: str, *, client: httpx.AsyncClient | None = None
     ) -> MatchEnded | None:
         """Play the token's seat until the match ends; return how it ended."""
+        if is_account_token(token):
+            raise ValueError("an account token plays every seat of the account: play_account()")
         seat_client = SeatClient(url, token, client=client)
         try:
             match_id, seat = await seat_client.whoami()

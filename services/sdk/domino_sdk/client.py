@@ -8,10 +8,11 @@ move that got no answer is sent again with the same Idempotency-Key, so it is ap
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import ssl
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -187,6 +188,77 @@ class _Http:
             await response.aclose()
         return response
 
+    async def lines(
+        self,
+        path: str,
+        headers: dict[str, str],
+        params: Callable[[], dict[str, str]],
+        *,
+        read_timeout: float,
+        attempts: int,
+        on_reconnect: Callable[[], None],
+    ) -> AsyncGenerator[bytes, None]:
+        """The lines of a stream, keep-alives left out, for as long as the server sends them.
+
+        A dropped connection, a 429 (after waiting as it says) or a 502/503/504 opens it again,
+        with ``params()`` as they are then and after calling ``on_reconnect``; raises the
+        transport error after ``attempts`` failures in a row, and GatewayError for any other
+        answer than 200.
+        """
+        attempt = 0
+        timeout = httpx.Timeout(10.0, read=read_timeout)
+        while True:
+            try:
+                async with self.http.stream(
+                    "GET", self.base + path, headers=headers, params=params(), timeout=timeout
+                ) as response:
+                    status = response.status_code
+                    if status == 429:
+                        await response.aread()
+                        await asyncio.sleep(_retry_after(response))
+                        continue
+                    if status in RETRYABLE:
+                        await response.aread()
+                        raise httpx.TransportError(f"gateway answered {status}")
+                    if status != 200:
+                        await response.aread()
+                        raise GatewayError(status, _body(response))
+                    attempt = 0
+                    buffer = b""
+                    async for chunk in response.aiter_raw():
+                        buffer += chunk
+                        if b"\n" not in buffer:
+                            continue
+                        *complete, buffer = buffer.split(b"\n")
+                        for raw in complete:
+                            if raw.strip():  # a blank line is a keep-alive
+                                yield raw
+            except (httpx.TransportError, httpx.StreamError) as e:
+                if attempt >= attempts:
+                    raise
+                log.debug("%s dropped (%r)", path, e)
+                await asyncio.sleep(self.backoff(attempt))
+                attempt += 1
+            on_reconnect()
+
+    async def move(
+        self, path: str, auth: dict[str, str], move: Move | MoveBody, key: str
+    ) -> MoveResult:
+        """Post a move to a seat's moves path; raise MoveRejected when the referee refuses it,
+        GatewayError for anything else that is not an acceptance."""
+        response = await self.request(
+            "POST",
+            path,
+            headers={**auth, "idempotency-key": key, "content-type": "application/json"},
+            content=_ENCODER.encode(move),
+        )
+        body = _body(response)
+        if response.status_code == 200:
+            return MoveResult(version=int(body["version"]), replayed=bool(body["replayed"]))
+        if body.get("error") == "rejected":
+            raise MoveRejected(response.status_code, body)
+        raise GatewayError(response.status_code, body)
+
     async def aclose(self) -> None:
         """Close the httpx client if it is ours."""
         if self.own:
@@ -300,72 +372,39 @@ class SeatClient:
         """
         if after is not None:
             self.last_id = after
-        attempt = 0
-        timeout = httpx.Timeout(10.0, read=self.read_timeout)
-        while True:
-            params = {"events": events}
-            if self.last_id is not None:
-                params["after"] = str(self.last_id)
-            try:
-                async with self._http.http.stream(
-                    "GET",
-                    self._http.base + self._path("stream"),
-                    headers=self._auth,
-                    params=params,
-                    timeout=timeout,
-                ) as response:
-                    status = response.status_code
-                    if status == 429:
-                        await response.aread()
-                        await asyncio.sleep(_retry_after(response))
-                        continue
-                    if status in RETRYABLE:
-                        await response.aread()
-                        raise httpx.TransportError(f"gateway answered {status}")
-                    if status != 200:
-                        await response.aread()
-                        raise GatewayError(status, _body(response))
-                    attempt = 0
-                    buffer = b""
-                    async for chunk in response.aiter_raw():
-                        buffer += chunk
-                        if b"\n" not in buffer:
-                            continue
-                        *complete, buffer = buffer.split(b"\n")
-                        for raw in complete:
-                            if not raw.strip():
-                                continue  # a keep-alive
-                            line = decode_line(raw)
-                            if line is None:
-                                continue  # a kind of line newer than this SDK
-                            self.last_id = line.id
-                            yield line
-                            if _ends(line):
-                                return
-            except (httpx.TransportError, httpx.StreamError) as e:
-                if attempt >= self._http.retries * 4:
-                    raise
-                log.info("stream dropped (%r); resuming after %s", e, self.last_id)
-                await asyncio.sleep(self._http.backoff(attempt))
-                attempt += 1
-            self.reconnects += 1
+
+        def params() -> dict[str, str]:
+            if self.last_id is None:
+                return {"events": events}
+            return {"events": events, "after": str(self.last_id)}
+
+        raw_lines = self._http.lines(
+            self._path("stream"),
+            self._auth,
+            params,
+            read_timeout=self.read_timeout,
+            attempts=self._http.retries * 4,
+            on_reconnect=self._reconnected,
+        )
+        async with contextlib.aclosing(raw_lines):
+            async for raw in raw_lines:
+                line = decode_line(raw)
+                if line is None:
+                    continue  # a kind of line newer than this SDK
+                self.last_id = line.id
+                yield line
+                if _ends(line):
+                    return
+
+    def _reconnected(self) -> None:
+        log.info("stream dropped; resuming after %s", self.last_id)
+        self.reconnects += 1
 
     async def move(self, move: Move | MoveBody, key: str) -> MoveResult:
         """Post a move (an entry of ``view.legal``, or a body without the seat); raise
         MoveRejected when the referee refuses it, GatewayError for anything else that is not
         an acceptance."""
-        response = await self._http.request(
-            "POST",
-            self._path("moves"),
-            headers={**self._auth, "idempotency-key": key, "content-type": "application/json"},
-            content=_ENCODER.encode(move),
-        )
-        body = _body(response)
-        if response.status_code == 200:
-            return MoveResult(version=int(body["version"]), replayed=bool(body["replayed"]))
-        if body.get("error") == "rejected":
-            raise MoveRejected(response.status_code, body)
-        raise GatewayError(response.status_code, body)
+        return await self._http.move(self._path("moves"), self._auth, move, key)
 
     async def aclose(self) -> None:
         """Close the connection pool (if the client created it)."""
