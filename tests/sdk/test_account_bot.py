@@ -1,0 +1,295 @@
+"""The SDK plays as an account, against real gateway processes: bots that challenge each other,
+seek games, play two matches at once, resign on request, live through a gateway killed
+mid-match and through its 429s; and ``domino bot register`` / ``domino bot run --seek`` doing
+the same from the command line."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from typing import Any
+
+import pytest
+from domino_sdk import (
+    AccountClient,
+    Bot,
+    Challenge,
+    ChallengeDeclined,
+    MatchStarted,
+    PlayTile,
+    SeenAccountEvent,
+    View,
+    register,
+)
+from domino_sdk.model import Move
+
+from engine.verify import verify
+from events.model import MatchCreated, MatchEnded
+from tests.gateway.conftest import PLAY_LIMITS, Gateways, free_port
+
+pytestmark = [pytest.mark.service, pytest.mark.anyio]
+
+SHORT = {"family": "express", "players": 2, "target": 30}
+
+
+def unique(stem: str) -> str:
+    return f"{stem}{uuid.uuid4().hex[:8]}"
+
+
+class Heaviest(Bot):
+    """Plays its heaviest tile; notes, by match, each turn it answers (a bot per match, made by
+    ``for_match``, sharing the notes)."""
+
+    def __init__(self, turns: list[str] | None = None, match_id: str = "") -> None:
+        self.turns: list[str] = [] if turns is None else turns
+        self.match_id = match_id
+
+    def for_match(self, match_id: str, seat: int) -> Bot:
+        return Heaviest(self.turns, match_id)
+
+    def choose(self, view: View) -> Move:
+        self.turns.append(self.match_id)
+        plays = [m for m in view.legal if isinstance(m, PlayTile)]
+        return max(plays, key=lambda m: sum(m.tile)) if plays else view.legal[0]
+
+
+async def account(url: str, stem: str) -> tuple[str, str]:
+    """A new account: its name and token."""
+    made = await register(url, unique(stem))
+    return made.account.name, made.token
+
+
+async def challenge(url: str, token: str, opponents: list[str], **rules: Any) -> Challenge:
+    """Challenge the accounts named, as the account of ``token``."""
+    client = AccountClient(url, token)
+    try:
+        return await client.challenge(opponents, rules=rules or SHORT)
+    finally:
+        await client.aclose()
+
+
+def log_of(g: Gateways, match_id: str) -> list[Any]:
+    """A finished match's events, checked against the rules."""
+    events = [e.event for e in g.log(match_id)]
+    assert isinstance(events[-1], MatchEnded)
+    assert verify(events) is None
+    return events
+
+
+async def test_two_account_bots_challenge_each_other_and_finish_the_match(
+    gateways: Gateways,
+) -> None:
+    url = gateways.url
+    (a_name, a_token), (b_name, b_token) = await asyncio.gather(
+        account(url, "alpha"), account(url, "bravo")
+    )
+    a_bot, b_bot = Heaviest(), Heaviest()
+    b_run = asyncio.create_task(b_bot.play_account(url, b_token, games=1))
+    a_run = asyncio.create_task(a_bot.play_account(url, a_token, games=1))
+    made = await challenge(url, a_token, [b_name])
+    assert made.status == "open" and [c.name for c in made.to] == [b_name]
+    a_done, b_done = await asyncio.wait_for(asyncio.gather(a_run, b_run), 60)
+    assert len(a_done) == len(b_done) == 1
+    a_end, b_end = a_done[0], b_done[0]
+    assert a_end.match_id == b_end.match_id
+    assert a_end.reason == b_end.reason == "target"
+    assert {a_end.result, b_end.result} == {"win", "loss"}
+    assert a_end.players == b_end.players == (a_name, b_name)  # the challenger sits at seat 0
+    assert set(a_bot.turns) == set(b_bot.turns) == {a_end.match_id}
+    events = await asyncio.to_thread(log_of, gateways, a_end.match_id)
+    assert isinstance(events[0], MatchCreated) and events[0].players == (a_name, b_name)
+
+
+async def test_an_account_bot_seeks_and_plays_its_games_against_another_or_house_bots(
+    gateways: Gateways,
+) -> None:
+    """Two bots seek the same kind: each plays its two games, paired with the other or, after
+    the fill wait (2 s here), with house bots."""
+    url = gateways.url
+    (a_name, a_token), (b_name, b_token) = await asyncio.gather(
+        account(url, "seekera"), account(url, "seekerb")
+    )
+    a_bot, b_bot = Heaviest(), Heaviest()
+    a_done, b_done = await asyncio.wait_for(
+        asyncio.gather(
+            a_bot.play_account(url, a_token, seek="express-2p", games=2),
+            b_bot.play_account(url, b_token, seek="express-2p", games=2),
+        ),
+        240,
+    )
+    for name, done in ((a_name, a_done), (b_name, b_done)):
+        assert len(done) == 2 and len({f.match_id for f in done}) == 2
+        for finished in done:
+            assert finished.reason == "target" and finished.result in ("win", "loss")
+            assert name in finished.players and len(finished.players) == 2
+    client = AccountClient(url, a_token)
+    try:
+        me = await client.me()
+    finally:
+        await client.aclose()
+    assert me.live == () and me.seeks == ()  # nothing left running or waiting
+
+
+async def test_one_account_bot_plays_two_matches_at_once_and_declines_past_its_cap(
+    gateways: Gateways,
+) -> None:
+    url = gateways.url
+    (a_name, a_token), (_, b_token) = await asyncio.gather(
+        account(url, "busy"), account(url, "host")
+    )
+
+    class Challenger(Heaviest):
+        def __init__(self) -> None:
+            super().__init__()
+            self.declined: list[str] = []
+
+        def on_account_event(self, event: SeenAccountEvent) -> None:
+            if isinstance(event, ChallengeDeclined):
+                self.declined.append(event.challenge.id)
+
+    a_bot, b_bot = Heaviest(), Challenger()
+    a_bot.max_matches = 2
+    a_run = asyncio.create_task(a_bot.play_account(url, a_token))
+    b_run = asyncio.create_task(b_bot.play_account(url, b_token, games=2))
+    rules = {"family": "straight", "players": 2, "target": 60}
+    for _ in range(2):
+        await challenge(url, b_token, [a_name], **rules)
+    third = await challenge(url, b_token, [a_name], **rules)  # one too many
+    b_done = await asyncio.wait_for(b_run, 90)
+    a_bot.stop()
+    a_done = await asyncio.wait_for(a_run, 10)
+    ids = [f.match_id for f in b_done]
+    assert sorted(ids) == sorted(f.match_id for f in a_done) and len(set(ids)) == 2
+    # both matches were played at once: each had turns before the other's last
+    turns = a_bot.turns
+    one, other = ids
+    first_of = {m: turns.index(m) for m in ids}
+    last_of = {m: len(turns) - 1 - turns[::-1].index(m) for m in ids}
+    assert first_of[one] < last_of[other] and first_of[other] < last_of[one], turns
+    assert b_bot.declined == [third.id]
+
+
+async def test_an_account_bot_resigns_a_match_when_asked(gateways: Gateways) -> None:
+    url = gateways.url
+    (a_name, a_token), (_, b_token) = await asyncio.gather(
+        account(url, "quitter"), account(url, "stayer")
+    )
+
+    class Quitter(Heaviest):
+        def on_account_event(self, event: SeenAccountEvent) -> None:
+            if isinstance(event, MatchStarted):
+                self.resign(event.match_id)
+
+    quitter, stayer = Quitter(), Heaviest()
+    runs = [
+        asyncio.create_task(quitter.play_account(url, a_token, games=1)),
+        asyncio.create_task(stayer.play_account(url, b_token, games=1)),
+    ]
+    await challenge(url, b_token, [a_name], family="straight", players=2, target=250)
+    (q_end,), (s_end,) = await asyncio.wait_for(asyncio.gather(*runs), 30)
+    assert (q_end.reason, q_end.result, s_end.result) == ("resigned", "loss", "win")
+
+
+async def test_an_account_bot_finishes_its_match_through_a_gateway_killed_mid_match(
+    gateways: Gateways, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Both streams drop with the gateway; the bots reconnect to its successor on the same
+    port, the account stream resuming after its last event, the play stream starting each
+    match again with a snapshot and the turn."""
+    caplog.set_level(logging.INFO, logger="domino_sdk")
+    g = gateways
+    port = free_port()
+    url = await asyncio.to_thread(g.spawn_gateway, "gateway-sdk-doomed", port, PLAY_LIMITS)
+    (a_name, a_token), (b_name, b_token) = await asyncio.gather(
+        account(url, "phoenix"), account(url, "ember")
+    )
+    a_bot, b_bot = Heaviest(), Heaviest()
+    runs = [
+        asyncio.create_task(a_bot.play_account(url, a_token, games=1)),
+        asyncio.create_task(b_bot.play_account(url, b_token, games=1)),
+    ]
+    await challenge(url, a_token, [b_name], family="express", players=2, target=100)
+    deadline = time.monotonic() + 20
+    while len(a_bot.turns) + len(b_bot.turns) < 10:  # well into the match
+        assert time.monotonic() < deadline, "the match did not start"
+        await asyncio.sleep(0.05)
+    await asyncio.to_thread(g.stack.kill, "gateway-sdk-doomed", signal.SIGKILL)
+    await asyncio.sleep(0.5)
+    await asyncio.to_thread(g.spawn_gateway, "gateway-sdk-reborn", port, PLAY_LIMITS)
+    (a_end,), (b_end,) = await asyncio.wait_for(asyncio.gather(*runs), 90)
+    assert a_end.match_id == b_end.match_id and a_end.reason == "target"
+    assert {a_end.result, b_end.result} == {"win", "loss"}
+    events = await asyncio.to_thread(log_of, g, a_end.match_id)
+    assert events[0].players == (a_name, b_name)
+    dropped = [r for r in caplog.records if "dropped; reconnecting" in r.getMessage()]
+    assert len(dropped) >= 4  # each bot's two streams
+
+
+async def test_an_account_bot_waits_out_429s_and_still_finishes(
+    gateways: Gateways, caplog: pytest.LogCaptureFixture
+) -> None:
+    """On the gateway with tight move limits (4 a second) the bots outrun their budget; they
+    wait as each 429 says and finish."""
+    caplog.set_level(logging.INFO, logger="domino_sdk")
+    url = gateways.strict_url
+    (_, a_token), (b_name, b_token) = await asyncio.gather(
+        account(url, "hasty"), account(url, "rushed")
+    )
+    a_bot, b_bot = Heaviest(), Heaviest()
+    runs = [
+        asyncio.create_task(a_bot.play_account(url, a_token, games=1)),
+        asyncio.create_task(b_bot.play_account(url, b_token, games=1)),
+    ]
+    await challenge(url, a_token, [b_name], family="straight", players=2, target=60)
+    (a_end,), (b_end,) = await asyncio.wait_for(asyncio.gather(*runs), 120)
+    assert a_end.reason == "target" and {a_end.result, b_end.result} == {"win", "loss"}
+    assert any("rate limited" in r.getMessage() for r in caplog.records)
+
+
+def domino(g: Gateways, *args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "services.cli.main", *args],
+        env=g.stack.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def test_the_cli_registers_an_account_and_plays_its_seeks(gateways: Gateways) -> None:
+    g = gateways
+    name = unique("clibot")
+    made = domino(g, "bot", "register", "--url", g.url, name)
+    out, err = made.communicate(timeout=30)
+    assert made.returncode == 0, err.decode()
+    token = out.decode().strip()
+    assert token.startswith("dab_") and "\n" not in token and name in err.decode()
+    player = domino(
+        g, "bot", "run", "--url", g.url, "--token", token, "--seek", "express-2p",
+        "--games", "2", "--strategy", "greedy",
+    )  # fmt: skip
+    try:
+        out, err = player.communicate(timeout=180)
+    except subprocess.TimeoutExpired:
+        player.kill()
+        out, err = player.communicate()
+        pytest.fail(f"the bot did not finish: {err.decode()[-2000:]}")
+    assert player.returncode == 0, err.decode()[-2000:]
+    lines = out.decode().splitlines()
+    assert sum(" started: " in line for line in lines) == 2, lines
+    assert sum(" win: " in line or " loss: " in line for line in lines) == 2, lines
+    assert lines[-1].startswith("played 2: "), lines
+
+
+def test_the_cli_still_plays_a_seat_token_and_refuses_seeking_with_one(
+    gateways: Gateways,
+) -> None:
+    g = gateways
+    r = domino(g, "bot", "run", "--url", g.url, "--token", "nope", "--seek", "express-2p",
+               "--strategy", "greedy")  # fmt: skip
+    _, err = r.communicate(timeout=30)
+    assert r.returncode == 2 and b"account token" in err
