@@ -9,6 +9,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import re
+import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -18,6 +23,7 @@ import pytest
 from domino_sdk.protocol import decode_line
 
 from engine.game import decide, evolve, legal_moves
+from engine.verify import verify
 from events.model import AnyEvent, Move, Rejection
 from tests.gateway.conftest import PLAY_LIMITS, Gateways, create, free_port, join, wait_for_version
 from tests.service.conftest import fold
@@ -97,6 +103,55 @@ async def read_lines(
 
 
 # -- 1. the documented session runs as written, whatever the deal ------------------------------
+
+
+def documented_session() -> str:
+    """The commands of docs/protocol.md's example session: its shell blocks after the one
+    that starts the service, in order."""
+    text = PROTOCOL.read_text()
+    section = text[text.index("## An example session") : text.index("## Endpoints")]
+    blocks = re.findall(r"```sh\n(.*?)```", section, flags=re.S)
+    assert blocks[0].strip().startswith("domino up"), blocks[0]
+    return "\n".join(blocks[1:])
+
+
+@pytest.mark.skipif(
+    shutil.which("jq") is None or shutil.which("curl") is None, reason="needs curl and jq"
+)
+def test_the_documented_curl_session_runs_as_written_on_any_deal(gateways: Gateways) -> None:
+    """Pasted as it stands (only the gateway's address differs), on deal after deal until
+    both cases were met — we lead the first round, or the house bot does (E2) — each step
+    answers as the doc says, and the match ends cleanly."""
+    g = gateways
+    script = documented_session().replace("http://127.0.0.1:8080", g.url)
+    script += '\necho "MATCH=$MATCH"\n'
+    env = g.stack.env()
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    leaders: set[str] = set()
+    runs = 0
+    while leaders != {"we", "the bot"} and runs < 16:
+        runs += 1
+        run = subprocess.run(
+            ["bash", "-e", "-c", script], env=env, capture_output=True, text=True, timeout=60
+        )
+        out = run.stdout
+        assert run.returncode == 0, (out, run.stderr)
+        match_id = re.findall(r"^MATCH=(m-\w+)$", out, flags=re.M)[-1]
+        lines = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
+        turns = [x for x in lines if x.get("type") == "turn"]
+        assert len(turns) == 2 and all(t["view"]["legal"] for t in turns)  # steps 3 and 5
+        leaders.add("we" if turns[0]["id"] == 2 else "the bot")
+        answers = [x for x in lines if "accepted" in x or "error" in x]
+        assert answers[0] == {"accepted": True, "version": turns[0]["id"] + 1, "replayed": False}
+        assert answers[1] == {**answers[0], "replayed": True}
+        assert (answers[2]["reason"], answers[2]["rule"]) == ("draw_in_express", "E1")
+        assert answers[3]["error"] == "wrong_seat"
+        assert "match over" in out
+        assert "event: event" in out  # the spectator's replay, as server-sent events
+        log = g.log(match_id)
+        assert verify([e.event for e in log]) is None
+        assert fold(log).phase == "over"
+    assert leaders == {"we", "the bot"}, f"{runs} deals and always {leaders}"
 
 
 def test_until_turn_ends_a_seat_stream_after_its_turn_line_fresh_or_resumed(
