@@ -293,3 +293,19 @@ def test_the_cli_still_plays_a_seat_token_and_refuses_seeking_with_one(
                "--strategy", "greedy")  # fmt: skip
     _, err = r.communicate(timeout=30)
     assert r.returncode == 2 and b"account token" in err
+
+
+def test_an_example_bot_plays_its_seeks_as_an_account(gateways: Gateways) -> None:
+    g = gateways
+    made = asyncio.run(register(g.url, unique("example")))
+    player = subprocess.Popen(
+        [sys.executable, "-m", "domino_sdk.examples.heaviest", "--url", g.url,
+         "--token", made.token, "--seek", "straight-2p", "--games", "1"],
+        env=g.stack.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+    out, err = player.communicate(timeout=120)
+    assert player.returncode == 0, err.decode()[-2000:]
+    (line,) = out.decode().splitlines()
+    assert line.startswith("m-") and ("win" in line or "loss" in line), line

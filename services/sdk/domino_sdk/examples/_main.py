@@ -1,4 +1,8 @@
-"""The command line shared by the examples: a gateway URL and a token (or a match to join)."""
+"""The command line shared by the examples: a gateway URL and a token (or a match to join).
+
+With an account token (``dab_...``) the example plays as the account: every match it is in,
+the challenges made to it, and with ``--seek KIND --games N`` N games from the seek queue.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import asyncio
 import sys
 
 from domino_sdk import Bot, LobbyClient
+from domino_sdk.account import is_account_token
 
 
 def main(bot: Bot, argv: list[str] | None = None) -> int:
@@ -14,10 +19,19 @@ def main(bot: Bot, argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=type(bot).__doc__)
     parser.add_argument("--url", required=True, help="the gateway, e.g. http://127.0.0.1:8080")
     who = parser.add_mutually_exclusive_group(required=True)
-    who.add_argument("--token", help="a seat token")
+    who.add_argument("--token", help="a seat token, or an account token (dab_...)")
     who.add_argument("--join", metavar="MATCH_ID", help="join this match's first open seat")
+    parser.add_argument("--seek", metavar="KIND", help="as an account: seek games of this kind")
+    parser.add_argument("--games", type=int, help="as an account: play this many, then exit")
     args = parser.parse_args(argv)
     token = args.token
+    if token is not None and is_account_token(token):
+        finished = bot.run_account(args.url, token, seek=args.seek, games=args.games)
+        for f in finished:
+            print(f"{f.match_id}: {f.result}, scores {list(f.scores)} ({f.reason})")
+        return 0
+    if args.seek is not None or args.games is not None:
+        parser.error("--seek and --games play as an account: give an account token (dab_...)")
     if token is None:
 
         async def join() -> str:
