@@ -43,7 +43,7 @@ from services.core.commands import new_match_id
 from services.gateway.config import GatewaySettings
 from services.gateway.http import ApiError, Endpoint, Request, Response, decode_body
 from services.gateway.hub import FeedUnavailable, Flight, Hub, Outcome
-from services.gateway.limits import Concurrency, RateLimiter
+from services.gateway.limits import Cap, Concurrency, Lease, RateLimit, release_match
 from services.lobby.tables import JoinError, Lobby, LobbyMatch, token_hash
 from services.gateway.openapi import openapi
 from services.gateway.protocol import (
@@ -106,10 +106,32 @@ class Gateway:
         self.topo = Keys(settings.prefix, settings.partitions)
         self.name = f"gateway-{socket.gethostname()}-{os.getpid()}"
         self.replies = self.topo.replies(self.name)
-        self.moves = RateLimiter("moves_per_second", config.moves_per_s, config.move_burst)
-        self.lobby_writes = RateLimiter("lobby_per_second", config.lobby_per_s, config.lobby_burst)
-        self.seat_streams = Concurrency("streams_per_token", config.streams_per_token)
-        self.public_streams = Concurrency("streams_per_client", config.streams_per_client)
+        topo, lease_s = self.topo, config.stream_lease_s
+        self.moves = RateLimit("moves_per_second", config.moves_per_s, config.move_burst, topo)
+        self.rejected_moves = RateLimit(
+            "rejected_moves", config.rejected_moves_per_s, config.rejected_move_burst, topo
+        )
+        self.auth_failures = RateLimit(
+            "auth_failures", config.auth_failures_per_s, config.auth_failure_burst, topo
+        )
+        self.lobby_writes = RateLimit(
+            "lobby_per_second", config.lobby_per_s, config.lobby_burst, topo
+        )
+        self.open_matches = Cap(
+            "open_matches_per_client", config.open_matches_per_client, topo, config.token_ttl_s
+        )
+        self.waiting_seats = Cap(
+            "waiting_seats_per_client", config.waiting_seats_per_client, topo, config.token_ttl_s
+        )
+        self.seat_streams = Concurrency(
+            "streams_per_token", config.streams_per_token, topo, lease_s
+        )
+        self.account_streams = Concurrency(
+            "streams_per_account", config.streams_per_account, topo, lease_s
+        )
+        self.public_streams = Concurrency(
+            "streams_per_client", config.streams_per_client, topo, lease_s
+        )
         self._seats = SeatCache(size=SEATS_CACHED)  # token hash -> (match, seat), for a while
         self._running: _Running | None = None
 
@@ -141,6 +163,8 @@ class Gateway:
             sweeper.cancel()
             await asyncio.gather(sweeper, return_exceptions=True)
             await hub.stop()
+            for streams in (self.seat_streams, self.account_streams, self.public_streams):
+                await streams.close()
             self._running = None
             with contextlib.suppress(Exception):
                 await redis.delete(self.replies)
@@ -148,10 +172,14 @@ class Gateway:
             log.info("gateway stopped")
 
     async def _sweep(self) -> None:
+        """Renew the leases of this gateway's open streams, well within their length."""
         while True:
-            await asyncio.sleep(10.0)
-            self.moves.sweep()
-            self.lobby_writes.sweep()
+            await asyncio.sleep(self.config.stream_lease_s / 3)
+            for streams in (self.seat_streams, self.account_streams, self.public_streams):
+                try:
+                    await streams.renew(self.redis)
+                except Exception as e:  # Redis away: the next round tries again
+                    log.warning("stream leases not renewed", error=repr(e))
 
     def _started(self) -> _Running:
         if self._running is None:
@@ -214,8 +242,10 @@ class Gateway:
         digest = token_hash(token)
         seat = self._seats.get(digest)
         if seat is None:
+            await self.auth_failures.check(self.redis, request.client)  # guessing waits
             seat = await self.lobby.resolve(token)
             if seat is None:
+                await self.auth_failures.hit(self.redis, request.client)
                 raise ApiError(401, "unauthorized", "unknown seat token")
             self._seats.put(digest, seat)
         return digest, seat
@@ -282,6 +312,7 @@ class Gateway:
 
     async def _start_match(self, match: LobbyMatch) -> None:
         """Every seat is taken: create the match in the log (once, whoever calls it)."""
+        await release_match(self.redis, self.topo, match.match_id)  # its holds end as it starts
         command = CreateMatch(
             rules=match.rules, players=match.names, bots=match.pools, deadline_ms=match.deadline_ms
         )
@@ -308,7 +339,7 @@ class Gateway:
 
     async def create_match(self, request: Request) -> Response:
         """POST /matches: a new match; open seats wait for players, house bots are set."""
-        self.lobby_writes.hit(request.client)
+        await self.lobby_writes.hit(self.redis, request.client)
         body = decode_body(await request.json_body(self.config.max_body_bytes), _CREATE, "match")
         players = body.rules.players or len(body.seats)
         try:
@@ -337,7 +368,17 @@ class Gateway:
         if isinstance(checked, Rejection):
             raise ApiError(422, "rejected", checked.message, **_why(checked))
         match_id = new_match_id()
-        match = await self.lobby.create(match_id, rules, tuple(body.seats), names, body.deadline_ms)
+        hold = None
+        if None in body.seats:  # an open match counts against its creator until it starts
+            hold = await self.open_matches.hold(self.redis, request.client, match_id)
+        try:
+            match = await self.lobby.create(
+                match_id, rules, tuple(body.seats), names, body.deadline_ms
+            )
+        except Exception:
+            if hold is not None:
+                await self.open_matches.drop(self.redis, hold)
+            raise
         if match.status == "started":
             await self._start_match(match)
         log.info("lobby match created", match_id=match_id, open=match.pools.count(None))
@@ -345,7 +386,7 @@ class Gateway:
 
     async def join(self, request: Request) -> Response:
         """POST /matches/{id}/join: take an open seat; the seat token is in the answer, once."""
-        self.lobby_writes.hit(request.client)
+        await self.lobby_writes.hit(self.redis, request.client)
         match_id = self._match_id(request)
         raw = await request.json_body(self.config.max_body_bytes)
         body = decode_body(raw, _JOIN, "join") if raw.strip() else JoinBody()
@@ -353,9 +394,11 @@ class Gateway:
             raise ApiError(422, "invalid_join", f"a name is 1 to {MAX_NAME} characters")
         if body.seat is not None and body.seat < 0:
             raise ApiError(404, "no_such_seat", f"seat {body.seat} does not exist (C3)")
+        hold = await self.waiting_seats.hold(self.redis, request.client, match_id)
         try:
             match, seat, token = await self.lobby.join(match_id, body.seat, body.name)
         except JoinError as e:
+            await self.waiting_seats.drop(self.redis, hold)
             status = 404 if e.code in ("no_match", "no_such_seat") else 409
             raise ApiError(status, e.code, str(e)) from None
         log.info("seat taken", match_id=match_id, seat=seat, name=match.seats[seat].name)
@@ -442,18 +485,18 @@ class Gateway:
         """GET /matches/{id}/seats/{seat}/stream: what the seat may see, as it happens."""
         match_id = self._match_id(request)
         seat: int = request.params["seat"]
-        digest = await self._authorize(request, match_id, seat)
+        await self._authorize(request, match_id, seat)
         after = self._resume_point(request)
         sse = self._sse(request)
         everything = self._everything(request)
         until_turn = self._until_turn(request)
-        self.seat_streams.acquire(digest)
+        lease = await self.seat_streams.acquire(self.redis, f"{match_id}:{seat}")
         try:
             return await self._open_stream(
-                match_id, seat, sse, after, everything, digest, self.seat_streams, until_turn
+                match_id, seat, sse, after, everything, lease, self.seat_streams, until_turn
             )
         except BaseException:
-            self.seat_streams.release(digest)
+            self.seat_streams.release(lease)
             raise
 
     async def spectate(self, request: Request) -> StreamResponse:
@@ -466,14 +509,13 @@ class Gateway:
             exists = await self.lobby.get(match_id) is not None
             if not exists and await self.store.version(match_id) == 0:
                 raise ApiError(404, "no_match", f"no match {match_id!r}")
-        client = request.client
-        self.public_streams.acquire(client)
+        lease = await self.public_streams.acquire(self.redis, request.client)
         try:
             return await self._open_stream(
-                match_id, None, sse, after, everything, client, self.public_streams
+                match_id, None, sse, after, everything, lease, self.public_streams
             )
         except BaseException:
-            self.public_streams.release(client)
+            self.public_streams.release(lease)
             raise
 
     async def _open_stream(
@@ -483,7 +525,7 @@ class Gateway:
         sse: bool,
         after: int | None,
         everything: bool,
-        key: str,
+        lease: Lease,
         counter: Concurrency,
         until_turn: bool = False,
     ) -> StreamResponse:
@@ -502,7 +544,7 @@ class Gateway:
         first = [] if after is None else await hub.backlog(feed, sub, after, version)
         log.debug("stream opened", match_id=match_id, seat=seat, after=after)
         return StreamResponse(
-            hub, feed, sub, first, self.config.keepalive_s, lambda: counter.release(key)
+            hub, feed, sub, first, self.config.keepalive_s, lambda: counter.release(lease)
         )
 
     # -- moves ---------------------------------------------------------------------------------
@@ -512,8 +554,12 @@ class Gateway:
         match_id = self._match_id(request)
         seat: int = request.params["seat"]
         digest = await self._authorize(request, match_id, seat)
-        bucket = self.moves.hit(digest)
-        headers = self.moves.headers(bucket)
+        # every request counts, per seat; none is sent while its token (or account) has had
+        # too many moves rejected lately
+        quota = await self.moves.hit(
+            self.redis, f"{match_id}:{seat}", unless_spent=[(self.rejected_moves, digest)]
+        )
+        headers = quota.headers()
         key = request.header(b"idempotency-key")
         if key is None:
             raise ApiError(
@@ -532,6 +578,7 @@ class Gateway:
         if outcome is not None and outcome.rejection is not None:
             r = outcome.rejection
             log.debug("move rejected", match_id=match_id, seat=seat, reason=r.reason)
+            await self.rejected_moves.count(self.redis, digest)
             return Response.json(
                 {"error": "rejected", **_why(r), "message": r.message, "accepted": False},
                 409,

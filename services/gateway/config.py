@@ -26,20 +26,68 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
     max_body_bytes: Annotated[
         int, Var("DOMINO_GATEWAY_MAX_BODY_BYTES", "larger request bodies are refused (413)")
     ] = 4096
+    # Moves are sized for play, not to pace it: an SDK bot against house bots on loopback (the
+    # fastest a seat can go: every answer is instant) peaked at 399 moves in one second (Express
+    # 2p, target 2000; a whole default Express or Straight match is 26-130 moves, under a second).
+    # What a client can abuse is rejected moves, refused with their own budget below.
     moves_per_s: Annotated[
         float,
-        Var("DOMINO_GATEWAY_MOVES_PER_S", "moves a seat token may post per second, sustained"),
-    ] = 20.0
+        Var(
+            "DOMINO_GATEWAY_MOVES_PER_S",
+            "moves one seat may post per second, sustained (a bot playing house bots as fast "
+            "as it can peaked at 399)",
+        ),
+    ] = 1000.0
     move_burst: Annotated[
         int,
         Var(
             "DOMINO_GATEWAY_MOVE_BURST",
-            "moves a seat token may post at once before the rate applies",
+            "moves one seat may post at once before the rate applies",
         ),
-    ] = 40
+    ] = 1000
+    rejected_moves_per_s: Annotated[
+        float,
+        Var(
+            "DOMINO_GATEWAY_REJECTED_MOVES_PER_S",
+            "rejected moves a seat token or account may post per second, sustained; past it "
+            "its moves get 429 before they reach the referee",
+        ),
+    ] = 0.2
+    rejected_move_burst: Annotated[
+        int,
+        Var(
+            "DOMINO_GATEWAY_REJECTED_MOVE_BURST",
+            "rejected moves a seat token or account may post at once before the rate applies",
+        ),
+    ] = 20
+    auth_failures_per_s: Annotated[
+        float,
+        Var(
+            "DOMINO_GATEWAY_AUTH_FAILURES_PER_S",
+            "unknown tokens a client address may present per second, sustained (then 429)",
+        ),
+    ] = 0.2
+    auth_failure_burst: Annotated[
+        int,
+        Var(
+            "DOMINO_GATEWAY_AUTH_FAILURE_BURST",
+            "unknown tokens a client address may present at once before the rate applies",
+        ),
+    ] = 20
     streams_per_token: Annotated[
-        int, Var("DOMINO_GATEWAY_STREAMS_PER_TOKEN", "seat streams open at once per token")
+        int,
+        Var(
+            "DOMINO_GATEWAY_STREAMS_PER_TOKEN",
+            "streams open at once per seat (with its seat token or its account's)",
+        ),
     ] = 2
+    streams_per_account: Annotated[
+        int,
+        Var(
+            "DOMINO_GATEWAY_STREAMS_PER_ACCOUNT",
+            "account streams (its feed, its play stream) open at once per account",
+        ),
+    ] = 4
     streams_per_client: Annotated[
         int,
         Var(
@@ -47,6 +95,14 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
             "spectator streams open at once per client address",
         ),
     ] = 64
+    stream_lease_s: Annotated[
+        float,
+        Var(
+            "DOMINO_GATEWAY_STREAM_LEASE_S",
+            "an open stream counts against its limit this long after its gateway last renewed "
+            "it, so a crashed gateway's streams free their places",
+        ),
+    ] = 30.0
     lobby_per_s: Annotated[
         float,
         Var(
@@ -57,6 +113,20 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
     lobby_burst: Annotated[
         int, Var("DOMINO_GATEWAY_LOBBY_BURST", "lobby writes at once per client address")
     ] = 20
+    open_matches_per_client: Annotated[
+        int,
+        Var(
+            "DOMINO_GATEWAY_OPEN_MATCHES_PER_CLIENT",
+            "matches waiting for players that one client address may have created",
+        ),
+    ] = 20
+    waiting_seats_per_client: Annotated[
+        int,
+        Var(
+            "DOMINO_GATEWAY_WAITING_SEATS_PER_CLIENT",
+            "seats one client address may hold in matches still waiting for players",
+        ),
+    ] = 40
     keepalive_s: Annotated[
         float,
         Var(

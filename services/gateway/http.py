@@ -8,7 +8,6 @@ refused before it is buffered.
 
 from __future__ import annotations
 
-import math
 import traceback
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -186,7 +185,8 @@ class Endpoint:
 
 
 def limited(e: LimitExceeded) -> Response:
-    """The 429 answer to a request over a limit."""
+    """The 429 answer to a request over a limit: ``Retry-After`` (whole seconds, rounded up)
+    agrees with the body's exact ``retry_after``; the ``RateLimit-*`` headers come along."""
     return Response.json(
         {
             "error": "rate_limited",
@@ -195,7 +195,7 @@ def limited(e: LimitExceeded) -> Response:
             "message": str(e),
         },
         status=429,
-        headers=[(b"retry-after", b"%d" % max(1, math.ceil(e.retry_after)))],
+        headers=e.headers(),
     )
 
 

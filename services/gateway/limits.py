@@ -1,116 +1,398 @@
-"""Rate and concurrency limits, kept in the gateway process (each instance counts its own).
+"""Rate and concurrency limits, kept in Redis: every gateway process counts against one budget.
 
-A limit that is hit answers 429 with a JSON body naming the limit and when to retry (also in
-``Retry-After``); every answer to a move carries ``RateLimit-Limit``, ``RateLimit-Remaining``
-and ``RateLimit-Reset`` so a client can pace itself before it is refused.
+Three kinds, each keyed by a limit's name and a subject (an account id, a seat token's hash, a
+client address) as ``<prefix>:{pN}:limit:<name>:<subject>``, N from the subject, so the keys
+spread over the partitions' slots like every other key:
+
+- :class:`RateLimit`: a token bucket, ``burst`` requests at once refilled at ``rate`` a second.
+  The key holds the tokens left and when they were counted, and expires once it is full again.
+- :class:`Concurrency`: streams open at once. A sorted set of stream ids scored by when their
+  lease ends; the gateway holding a stream renews its lease (:meth:`Concurrency.renew`, from
+  its sweep loop), so the streams of a gateway that crashed age out on their own.
+- :class:`Cap`: what a subject holds until a match starts: open matches it created, seats it
+  took in matches still waiting for players. Each hold is also listed under its match, so
+  :func:`release_match` frees them all when the match starts; unreleased ones expire.
+
+Every check is one Lua script that reads the Redis server's clock (``TIME``), so gateways whose
+own clocks disagree still count alike. A request over a limit raises :class:`LimitExceeded`,
+answered 429 with ``Retry-After`` and the ``RateLimit-*`` headers of the limit it hit.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import hashlib
 import math
-import time
-from dataclasses import dataclass
+import re
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import structlog
+
+from services.redis.lua import Call, Client, LuaScript
+from services.store.keys import Keys, partition_of
+
+log = structlog.get_logger()
+
+_SUBJECT = re.compile(r"[A-Za-z0-9._:\-]{1,100}")
+STREAM_RETRY_S = 1.0
+"""When a client over a stream limit may try again: a closed stream frees its place at once."""
+CAP_RETRY_S = 10.0
+"""The longest a client over a cap is told to wait: a match starting frees its holds at once."""
+
+TAKE = LuaScript(
+    """
+-- KEYS[1]: a token bucket (hash: tokens left, when counted in microseconds)
+-- ARGV: rate (a second), burst, cost (1: take a token; 0: only look whether one is left)
+-- Returns {1 if a token was left (and, at cost 1, is taken now), else 0; tokens left, as text}
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local rate, burst, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local tokens = burst
+if state[1] then
+  local elapsed = math.max(0, now - tonumber(state[2])) / 1000000
+  tokens = math.min(burst, tonumber(state[1]) + elapsed * rate)
+end
+if tokens < 1 then
+  return {0, string.format('%.6f', tokens)}
+end
+if cost > 0 then
+  tokens = tokens - cost
+  redis.call('HSET', KEYS[1], 'tokens', tokens, 'at', now)
+  -- once full again the bucket is like a new one: forget it then
+  redis.call('PEXPIRE', KEYS[1], math.ceil((burst - tokens) / rate * 1000) + 1000)
+end
+return {1, string.format('%.6f', tokens)}
+"""
+)
+
+HOLD = LuaScript(
+    """
+-- KEYS[1]: what a subject holds (sorted set: member -> when it ends, ms)
+-- ARGV: limit, member, how long it lasts (ms)
+-- Returns {1, held} when the member is (now) held, {0, held, ms until the first one ends}
+-- when the subject already holds the limit.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local held = redis.call('ZCARD', KEYS[1])
+if not redis.call('ZSCORE', KEYS[1], ARGV[2]) then
+  if held >= tonumber(ARGV[1]) then
+    local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+    return {0, held, tonumber(first[2]) - now}
+  end
+  held = held + 1
+end
+redis.call('ZADD', KEYS[1], now + ttl, ARGV[2])
+if redis.call('PTTL', KEYS[1]) < ttl then
+  redis.call('PEXPIRE', KEYS[1], ttl)
+end
+return {1, held}
+"""
+)
+
+RENEW = LuaScript(
+    """
+-- KEYS[1]: a subject's open streams; ARGV: stream id, lease (ms)
+-- Returns 1 when the stream's lease is renewed, 0 when it had already ended (not renewed).
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local lease = tonumber(ARGV[2])
+if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then
+  return 0
+end
+redis.call('ZADD', KEYS[1], 'XX', now + lease, ARGV[1])
+if redis.call('PTTL', KEYS[1]) < lease then
+  redis.call('PEXPIRE', KEYS[1], lease)
+end
+return 1
+"""
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Quota:
+    """Where a subject stands against one limit, as the ``RateLimit-*`` headers tell it."""
+
+    limit: int  # requests at once (a bucket's burst), or things held at once
+    remaining: int
+    reset: float  # seconds until the whole limit is available again
+    retry_after: float = 0.0  # seconds until one more is allowed (0: now)
+
+    def headers(self) -> list[tuple[bytes, bytes]]:
+        """``RateLimit-Limit``, ``-Remaining`` and ``-Reset`` (whole seconds, rounded up)."""
+        return [
+            (b"ratelimit-limit", b"%d" % self.limit),
+            (b"ratelimit-remaining", b"%d" % self.remaining),
+            (b"ratelimit-reset", b"%d" % math.ceil(self.reset)),
+        ]
 
 
 class LimitExceeded(Exception):
-    """Raised when a request is over a limit: ``limit`` names it, ``retry_after`` (seconds) says
-    when trying again can succeed."""
+    """Raised when a request is over a limit: ``limit`` names it, ``quota`` says where the
+    subject stands, ``retry_after`` (seconds, to the millisecond, rounded up) when trying
+    again can succeed."""
 
-    def __init__(self, limit: str, retry_after: float, message: str) -> None:
+    def __init__(self, limit: str, quota: Quota, message: str) -> None:
         super().__init__(message)
         self.limit = limit
-        self.retry_after = retry_after
+        self.quota = quota
+        self.retry_after = max(0.001, math.ceil(quota.retry_after * 1000) / 1000)
+
+    def headers(self) -> list[tuple[bytes, bytes]]:
+        """The 429's headers: ``Retry-After`` is ``retry_after`` in whole seconds, rounded up,
+        and ``RateLimit-Reset`` is never sooner."""
+        retry = math.ceil(self.retry_after)
+        quota = Quota(self.quota.limit, 0, max(self.quota.reset, retry))
+        return [(b"retry-after", b"%d" % retry), *quota.headers()]
 
 
-@dataclass(slots=True)
-class Bucket:
-    """A token bucket: ``burst`` requests at once, refilled at ``rate`` a second."""
-
-    rate: float
-    burst: float
-    tokens: float
-    stamp: float
-
-    def take(self, now: float) -> float:
-        """Take one token and return 0, or return how many seconds until one is available."""
-        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
-        self.stamp = now
-        if self.tokens >= 1.0:
-            self.tokens -= 1.0
-            return 0.0
-        return (1.0 - self.tokens) / self.rate
+def subject_key(keys: Keys, name: str, subject: str) -> str:
+    """The key of ``name``'s count for ``subject``, in the subject's partition; a subject that
+    is not a plain name (an odd client address) is stored as its hash."""
+    if _SUBJECT.fullmatch(subject) is None:
+        subject = "h-" + hashlib.sha256(subject.encode()).hexdigest()[:32]
+    tag = keys.tag(partition_of(subject, keys.partitions))
+    return f"{keys.prefix}:{tag}:limit:{name}:{subject}"
 
 
-class RateLimiter:
-    """One token bucket per key (a token's hash, a client address), forgotten when full."""
+class RateLimit:
+    """A token bucket per subject, shared by every gateway: ``burst`` requests at once,
+    refilled at ``rate`` a second."""
 
-    def __init__(self, name: str, rate: float, burst: int) -> None:
+    def __init__(self, name: str, rate: float, burst: int, keys: Keys) -> None:
         self.name = name
         self.rate = rate
-        self.burst = float(burst)
-        self._buckets: dict[str, Bucket] = {}
+        self.burst = burst
+        self.keys = keys
 
-    def hit(self, key: str) -> Bucket:
-        """Count one request for ``key``; raise LimitExceeded when its bucket is empty."""
-        now = time.monotonic()
-        bucket = self._buckets.get(key)
-        if bucket is None:
-            bucket = self._buckets[key] = Bucket(self.rate, self.burst, self.burst, now)
-        wait = bucket.take(now)
-        if wait:
-            raise LimitExceeded(
-                self.name,
-                round(wait, 3),
-                f"more than {self.rate:g} requests a second (burst {self.burst:g}); "
-                f"retry in {wait:.3f} s",
-            )
-        return bucket
+    def key(self, subject: str) -> str:
+        """The bucket of ``subject``."""
+        return subject_key(self.keys, self.name, subject)
 
-    def headers(self, bucket: Bucket) -> list[tuple[bytes, bytes]]:
-        """RateLimit-* headers after a request counted against ``bucket``."""
-        reset = math.ceil((self.burst - bucket.tokens) / self.rate)
-        return [
-            (b"ratelimit-limit", b"%d" % int(self.burst)),
-            (b"ratelimit-remaining", b"%d" % int(bucket.tokens)),
-            (b"ratelimit-reset", b"%d" % reset),
-        ]
+    def quota(self, tokens: float) -> Quota:
+        """Where a subject with ``tokens`` left stands."""
+        return Quota(
+            limit=self.burst,
+            remaining=max(0, math.floor(tokens)),
+            reset=max(0.0, (self.burst - tokens) / self.rate),
+            retry_after=0.0 if tokens >= 1 else (1 - tokens) / self.rate,
+        )
 
-    def sweep(self) -> None:
-        """Forget buckets that have refilled: they behave exactly like new ones."""
-        now = time.monotonic()
-        full = [
-            k
-            for k, b in self._buckets.items()
-            if b.tokens + (now - b.stamp) * self.rate >= self.burst
-        ]
-        for k in full:
-            del self._buckets[k]
+    async def hit(
+        self,
+        redis: Client,
+        subject: str,
+        *,
+        unless_spent: Sequence[tuple[RateLimit, str]] = (),
+    ) -> Quota:
+        """Count one request of ``subject``; raise LimitExceeded when its bucket is empty, or
+        when any ``(limit, subject)`` of ``unless_spent`` has an empty bucket (those are looked
+        at, not counted; all in one round trip)."""
+        asked = [(self, subject), *unless_spent]
+        answers = await _take(
+            redis, [(limit, who, int(i == 0)) for i, (limit, who) in enumerate(asked)]
+        )
+        for (limit, _), (allowed, quota) in zip(asked, answers, strict=True):
+            if not allowed:
+                raise limit.exceeded(quota)
+        return answers[0][1]
+
+    async def check(self, redis: Client, subject: str) -> Quota:
+        """Raise LimitExceeded when ``subject``'s bucket is empty; count nothing."""
+        ((allowed, quota),) = await _take(redis, [(self, subject, 0)])
+        if not allowed:
+            raise self.exceeded(quota)
+        return quota
+
+    async def count(self, redis: Client, subject: str) -> Quota:
+        """Count a request of ``subject`` that has been answered already: take a token if one
+        is left, never raise (the next request is refused)."""
+        ((_, quota),) = await _take(redis, [(self, subject, 1)])
+        return quota
+
+    def exceeded(self, quota: Quota) -> LimitExceeded:
+        """The error for a subject whose bucket is empty."""
+        return LimitExceeded(
+            self.name,
+            quota,
+            f"{self.name}: more than {self.rate:g} a second (at most {self.burst} at once); "
+            f"retry in {quota.retry_after:.3f} s",
+        )
+
+
+async def _take(
+    redis: Client, buckets: Sequence[tuple[RateLimit, str, int]]
+) -> list[tuple[bool, Quota]]:
+    """Run TAKE on each ``(limit, subject, cost)`` bucket, pipelined: whether each had a token
+    left, and its quota after."""
+    calls: list[Call] = [([b.key(s)], [b.rate, b.burst, cost]) for b, s, cost in buckets]
+    if len(calls) == 1:
+        replies = [await TAKE(redis, *calls[0])]
+    else:
+        replies = await TAKE.many(redis, calls)
+    answers = []
+    for (limit, _, _), reply in zip(buckets, replies, strict=True):
+        if isinstance(reply, Exception):
+            raise reply
+        answers.append((bool(int(reply[0])), limit.quota(float(reply[1]))))
+    return answers
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A stream's place under a :class:`Concurrency` limit, held until released."""
+
+    key: str
+    member: str
+    redis: Client = field(compare=False)
 
 
 class Concurrency:
-    """How many streams each key has open, at most ``limit`` at once."""
+    """How many streams each subject has open, at most ``limit`` at once, counted across every
+    gateway. A place is a lease of ``lease_s`` seconds that the gateway holding the stream
+    renews (:meth:`renew`) until the stream ends."""
 
-    def __init__(self, name: str, limit: int) -> None:
+    def __init__(self, name: str, limit: int, keys: Keys, lease_s: float) -> None:
         self.name = name
         self.limit = limit
-        self._open: dict[str, int] = {}
+        self.keys = keys
+        self.lease_ms = max(1, round(lease_s * 1000))
+        self._held: set[Lease] = set()
+        self._releasing: set[asyncio.Task[Any]] = set()
 
-    def acquire(self, key: str) -> None:
-        """Count a new stream for ``key``; raise LimitExceeded when it has ``limit`` open."""
-        n = self._open.get(key, 0)
-        if n >= self.limit:
+    async def acquire(self, redis: Client, subject: str) -> Lease:
+        """Take a place for a new stream of ``subject``; raise LimitExceeded when it has
+        ``limit`` open already."""
+        lease = Lease(subject_key(self.keys, self.name, subject), secrets.token_hex(8), redis)
+        reply = await HOLD(redis, [lease.key], [self.limit, lease.member, self.lease_ms])
+        if not int(reply[0]):
+            quota = Quota(self.limit, 0, STREAM_RETRY_S, STREAM_RETRY_S)
             raise LimitExceeded(
                 self.name,
-                1.0,
+                quota,
                 f"{self.limit} streams are already open with this credential; close one (a "
                 "dropped stream is noticed within a keep-alive interval)",
             )
-        self._open[key] = n + 1
+        self._held.add(lease)
+        return lease
 
-    def release(self, key: str) -> None:
-        """A stream of ``key`` ended."""
-        n = self._open.get(key, 0) - 1
-        if n > 0:
-            self._open[key] = n
-        else:
-            self._open.pop(key, None)
+    def release(self, lease: Lease) -> None:
+        """A stream ended: free its place now (in the background: the stream is already
+        closing, and a place lost on the way ages out with its lease)."""
+        if lease not in self._held:
+            return
+        self._held.discard(lease)
+        task = asyncio.get_running_loop().create_task(self._free([lease]))
+        self._releasing.add(task)
+        task.add_done_callback(self._releasing.discard)
+
+    async def renew(self, redis: Client) -> None:
+        """Extend the lease of every stream this process holds (call well within ``lease_s``).
+        A lease that had already ended stays ended: its stream goes uncounted until it closes."""
+        calls: list[Call] = [([h.key], [h.member, self.lease_ms]) for h in self._held]
+        if not calls:
+            return
+        results = await RENEW.many(redis, calls)
+        lost = sum(1 for r in results if r == 0)
+        failed = sum(1 for r in results if isinstance(r, Exception))
+        if lost or failed:
+            log.warning("stream leases not renewed", limit=self.name, lost=lost, failed=failed)
+
+    async def close(self) -> None:
+        """Free every place this process holds: its streams end with it."""
+        held, self._held = list(self._held), set()
+        if self._releasing:
+            await asyncio.gather(*self._releasing, return_exceptions=True)
+        with contextlib.suppress(Exception):
+            await self._free(held)
+
+    async def _free(self, leases: Sequence[Lease]) -> None:
+        for lease in leases:
+            try:
+                await lease.redis.zrem(lease.key, lease.member)
+            except Exception as e:  # the lease ages out instead
+                log.warning("stream place not freed", limit=self.name, error=repr(e))
+
+    @property
+    def held(self) -> int:
+        """How many places this process holds now."""
+        return len(self._held)
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """One thing a subject holds under a :class:`Cap`, also listed under its match."""
+
+    key: str
+    member: str
+    index: str  # the match's list of holds
+
+    @property
+    def entry(self) -> str:
+        """How the match's list names this hold."""
+        return f"{self.key} {self.member}"
+
+
+class Cap:
+    """How many of one kind of thing a subject holds at once (open matches it created, seats
+    it took in matches not started), counted across every gateway. A hold ends when its match
+    starts (:func:`release_match`), when dropped, or after ``ttl_s`` seconds."""
+
+    def __init__(self, name: str, limit: int, keys: Keys, ttl_s: int) -> None:
+        self.name = name
+        self.limit = limit
+        self.keys = keys
+        self.ttl_ms = ttl_s * 1000
+
+    async def hold(self, redis: Client, subject: str, match_id: str) -> Hold:
+        """Count one more thing ``subject`` holds in ``match_id``; raise LimitExceeded when it
+        holds ``limit`` already. Call it before the thing is made (so the match, if it starts
+        meanwhile, releases this hold too), and :meth:`drop` the hold if making it fails."""
+        hold = Hold(
+            subject_key(self.keys, self.name, subject),
+            f"{match_id} {secrets.token_hex(4)}",
+            holds_key(self.keys, match_id),
+        )
+        reply = await HOLD(redis, [hold.key], [self.limit, hold.member, self.ttl_ms])
+        if not int(reply[0]):
+            wait = min(CAP_RETRY_S, max(0.001, int(reply[2]) / 1000))
+            raise LimitExceeded(
+                self.name,
+                Quota(self.limit, 0, wait, wait),
+                f"{self.name}: this address already holds {self.limit}; each is freed when its "
+                "match starts (or is cancelled)",
+            )
+        pipe = redis.pipeline(transaction=False)
+        pipe.sadd(hold.index, hold.entry)
+        pipe.pexpire(hold.index, self.ttl_ms)
+        await pipe.execute()
+        return hold
+
+    async def drop(self, redis: Client, hold: Hold) -> None:
+        """End one hold: what it counted was not made after all."""
+        await redis.zrem(hold.key, hold.member)
+        await redis.srem(hold.index, hold.entry)
+
+
+def holds_key(keys: Keys, match_id: str) -> str:
+    """The set of holds a match releases when it starts, in the match's partition."""
+    return f"{keys.prefix}:{keys.tag(keys.partition_of(match_id))}:limit:holds:{match_id}"
+
+
+async def release_match(redis: Client, keys: Keys, match_id: str) -> None:
+    """The match started (or was cancelled): end every hold counted in it."""
+    index = holds_key(keys, match_id)
+    entries = cast(set[bytes], await redis.smembers(index))
+    if entries:
+        pipe = redis.pipeline(transaction=False)
+        for entry in entries:
+            key, member = entry.decode().split(" ", 1)
+            pipe.zrem(key, member)
+        await pipe.execute()
+    await redis.delete(index)

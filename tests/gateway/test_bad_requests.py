@@ -15,6 +15,7 @@ import pytest
 from engine.game import legal_moves
 from engine.strategy import RandomStrategy
 from services.cli.bot_commands import StrategyBot
+from services.gateway.config import GatewaySettings
 from tests.gateway.conftest import Gateways, create, join, wait_for_version
 from tests.service.conftest import fold
 
@@ -91,7 +92,7 @@ def test_bad_moves_get_typed_errors_and_leave_the_log_as_it_was(table: Table) ->
     version = len(t.log()) + 1
     r = t.post(turn, move, key="first")
     assert r.json() == {"accepted": True, "version": version, "replayed": False}
-    assert int(r.headers["ratelimit-limit"]) == 40
+    assert int(r.headers["ratelimit-limit"]) == GatewaySettings().move_burst
     before = t.log()
 
     # the same key and move again: applied once, answered as before
