@@ -1,0 +1,360 @@
+"""Limits sized for play and shared by every gateway: a whole match is never throttled, two
+gateway processes on one Redis enforce one budget, and every 429 says when to come back.
+
+The limits here are per client address, so each test talks from an address of its own: the
+whole 127.0.0.0/8 block is loopback, and a client bound to 127.x.y.z reaches the gateways on
+127.0.0.1 as that address.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import random
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import msgspec
+import pytest
+
+from engine.game import legal_moves
+from engine.strategy import GreedyStrategy
+from services.cli.bot_commands import StrategyBot
+from services.gateway.config import GatewaySettings
+from tests.gateway.conftest import Gateways, free_port, wait_for_version
+from tests.service.conftest import fold
+
+pytestmark = pytest.mark.service
+
+LIMITS = {  # next to nothing refills while a test runs: each count is exact
+    "DOMINO_GATEWAY_MOVES_PER_S": "0.001",
+    "DOMINO_GATEWAY_MOVE_BURST": "12",
+    "DOMINO_GATEWAY_REJECTED_MOVES_PER_S": "0.001",
+    "DOMINO_GATEWAY_REJECTED_MOVE_BURST": "3",
+    "DOMINO_GATEWAY_AUTH_FAILURES_PER_S": "0.001",
+    "DOMINO_GATEWAY_AUTH_FAILURE_BURST": "5",
+    "DOMINO_GATEWAY_OPEN_MATCHES_PER_CLIENT": "3",
+    "DOMINO_GATEWAY_WAITING_SEATS_PER_CLIENT": "4",
+    "DOMINO_GATEWAY_LOBBY_PER_S": "100",
+    "DOMINO_GATEWAY_LOBBY_BURST": "100",
+    "DOMINO_GATEWAY_STREAMS_PER_TOKEN": "2",
+    "DOMINO_GATEWAY_STREAM_LEASE_S": "2",
+    "DOMINO_GATEWAY_KEEPALIVE_S": "1",
+}
+API = "/api/v1"
+
+
+@dataclass
+class Pair:
+    """Two gateway processes with the same tight limits, in front of one stack and Redis."""
+
+    g: Gateways
+    a: str
+    b: str
+
+
+@pytest.fixture(scope="module")
+def pair(gateways: Gateways) -> Pair:
+    """Gateways A and B (they stop with the stack)."""
+    a = gateways.spawn_gateway("gateway-limits-a", free_port(), LIMITS)
+    b = gateways.spawn_gateway("gateway-limits-b", free_port(), LIMITS)
+    return Pair(gateways, a, b)
+
+
+def fresh_address() -> str:
+    """A loopback address no other test uses (never 127.0.0.1)."""
+    r = random.Random()
+    return f"127.{r.randint(1, 254)}.{r.randint(0, 255)}.{r.randint(1, 254)}"
+
+
+def client(address: str, **kwargs: Any) -> httpx.Client:
+    """A client whose requests come from ``address``."""
+    transport = httpx.HTTPTransport(local_address=address)
+    return httpx.Client(transport=transport, timeout=10, **kwargs)
+
+
+def async_client(address: str) -> httpx.AsyncClient:
+    """An asyncio client whose requests come from ``address``."""
+    transport = httpx.AsyncHTTPTransport(local_address=address)
+    return httpx.AsyncClient(transport=transport, timeout=10)
+
+
+def limited(r: httpx.Response, limit: str, most: int) -> dict[str, Any]:
+    """Check a 429 names ``limit`` (at most ``most`` at once) and that its headers agree with
+    its body; return the body."""
+    assert r.status_code == 429, r.text
+    body: dict[str, Any] = r.json()
+    assert body["error"] == "rate_limited" and body["limit"] == limit, body
+    assert body["retry_after"] > 0
+    retry = int(r.headers["retry-after"])
+    assert retry == math.ceil(body["retry_after"])  # whole seconds, rounded up
+    assert int(r.headers["ratelimit-limit"]) == most
+    assert int(r.headers["ratelimit-remaining"]) == 0
+    assert int(r.headers["ratelimit-reset"]) >= retry
+    return body
+
+
+def create(http: httpx.Client, url: str, seats: list[str | None]) -> httpx.Response:
+    return http.post(f"{url}{API}/matches", json={"seats": seats, "rules": {"players": 2}})
+
+
+def join(http: httpx.Client, url: str, match_id: str) -> httpx.Response:
+    return http.post(f"{url}{API}/matches/{match_id}/join", json={})
+
+
+def started_table(p: Pair, http: httpx.Client) -> tuple[str, dict[int, str]]:
+    """A two-seat match whose seats the test holds, dealt and waiting for its first move."""
+    r = create(http, p.a, [None, None])
+    assert r.status_code == 201, r.text
+    match_id = r.json()["match"]["match_id"]
+    tokens: dict[int, str] = {}
+    for url in (p.a, p.b):
+        joined = join(http, url, match_id)
+        assert joined.status_code == 201, joined.text
+        tokens[joined.json()["seat"]] = joined.json()["token"]
+    wait_for_version(p.g, match_id, 2)
+    return match_id, tokens
+
+
+def first_legal(g: Gateways, match_id: str) -> tuple[int, dict[str, Any]]:
+    """The seat to move and the first of its legal moves, as a request body."""
+    state = fold(g.log(match_id))
+    return state.turn, msgspec.to_builtins(legal_moves(state)[0])
+
+
+def move(
+    http: httpx.Client, url: str, match_id: str, seat: int, token: str, body: Any, key: str
+) -> httpx.Response:
+    return http.post(
+        f"{url}{API}/matches/{match_id}/seats/{seat}/moves",
+        json=body,
+        headers={"authorization": f"Bearer {token}", "idempotency-key": key},
+    )
+
+
+@pytest.mark.parametrize("family", ["express", "straight"])
+def test_a_whole_match_against_house_bots_is_never_throttled(
+    gateways: Gateways, family: str
+) -> None:
+    """The default move budget is far above what play needs: an SDK bot against a house bot,
+    as fast as loopback allows, gets no 429 and stays under half the budget in every second."""
+    url = gateways.url
+    r = httpx.post(
+        f"{url}{API}/matches", json={"seats": ["random", None], "rules": {"family": family}}
+    )
+    assert r.status_code == 201, r.text
+    match_id = r.json()["match"]["match_id"]
+    token = httpx.post(f"{url}{API}/matches/{match_id}/join", json={}).json()["token"]
+    posted: list[float] = []
+    statuses: list[int] = []
+
+    async def hook(response: httpx.Response) -> None:
+        if response.request.method == "POST":
+            posted.append(time.monotonic())
+            statuses.append(response.status_code)
+
+    async def play() -> Any:
+        async with httpx.AsyncClient(event_hooks={"response": [hook]}, timeout=10) as http:
+            return await StrategyBot(GreedyStrategy(3)).play(url, token, client=http)
+
+    result = asyncio.run(asyncio.wait_for(play(), 60))
+    assert result is not None and result.reason != "forfeit"
+    assert posted and set(statuses) == {200}, statuses
+    peak = max(sum(1 for u in posted if t <= u < t + 1.0) for t in posted)
+    assert peak < GatewaySettings().moves_per_s / 2
+
+
+def test_a_burst_spread_over_two_gateways_is_cut_at_the_one_budget(pair: Pair) -> None:
+    """Twelve requests at once for a token, then 429 — however they are shared between the
+    two gateway processes, and sent all at once."""
+    address = fresh_address()
+    with client(address) as http:
+        match_id, tokens = started_table(pair, http)
+    path = f"{API}/matches/{match_id}/seats/0/moves"
+    auth = {"authorization": f"Bearer {tokens[0]}"}
+
+    async def burst() -> list[httpx.Response]:
+        async with async_client(address) as http:
+            return await asyncio.gather(
+                *(
+                    http.post(
+                        f"{(pair.a, pair.b)[i % 2]}{path}",
+                        content=b"{",  # counted, then refused as bad JSON: the log stays
+                        headers={**auth, "idempotency-key": f"k{i}"},
+                    )
+                    for i in range(30)
+                )
+            )
+
+    answers = asyncio.run(burst())
+    statuses = sorted(r.status_code for r in answers)
+    assert statuses == [400] * 12 + [429] * 18
+    for r in answers:
+        if r.status_code == 429:
+            body = limited(r, "moves_per_second", 12)
+            assert body["retry_after"] > 100  # a thousandth of a move a second
+    assert len(pair.g.log(match_id)) == 2
+
+
+def test_a_move_answer_carries_the_ratelimit_headers(pair: Pair) -> None:
+    """Accepted or rejected, a move's answer tells how many are left."""
+    with client(fresh_address()) as http:
+        match_id, tokens = started_table(pair, http)
+        seat, body = first_legal(pair.g, match_id)
+        r = move(http, pair.b, match_id, seat, tokens[seat], body, "first")
+        assert r.status_code == 200, r.text
+        assert int(r.headers["ratelimit-limit"]) == 12
+        assert int(r.headers["ratelimit-remaining"]) == 11
+        assert int(r.headers["ratelimit-reset"]) >= 1
+        # the same seat again, now out of turn (C4)
+        r = move(http, pair.a, match_id, seat, tokens[seat], {"type": "pass_turn"}, "again")
+        assert r.status_code == 409 and r.json()["reason"] == "not_your_turn", r.text
+        assert int(r.headers["ratelimit-limit"]) == 12
+        assert int(r.headers["ratelimit-remaining"]) == 10
+
+
+def test_rejected_moves_have_a_strict_budget_of_their_own(pair: Pair) -> None:
+    """Moves the referee rejects cost a decision each: after three, the token's moves are
+    refused (429) before they reach the referee, even legal ones; the other seat plays on."""
+    with client(fresh_address()) as http:
+        match_id, tokens = started_table(pair, http)
+        turn, body = first_legal(pair.g, match_id)
+        waiting = 1 - turn
+        for i in range(3):  # out of turn (C4)
+            url = (pair.a, pair.b)[i % 2]
+            r = move(http, url, match_id, waiting, tokens[waiting], {"type": "pass_turn"}, f"r{i}")
+            assert r.status_code == 409 and r.json()["reason"] == "not_your_turn", r.text
+        r = move(http, pair.a, match_id, waiting, tokens[waiting], {"type": "pass_turn"}, "r3")
+        limited(r, "rejected_moves", 3)
+        before = pair.g.log(match_id)
+        # the seat to move plays as usual
+        r = move(http, pair.b, match_id, turn, tokens[turn], body, "ok")
+        assert r.status_code == 200, r.text
+        # now it is the throttled seat's turn: its legal move waits all the same
+        seat, body = first_legal(pair.g, match_id)
+        assert seat == waiting
+        limited(
+            move(http, pair.b, match_id, seat, tokens[seat], body, "legal"), "rejected_moves", 3
+        )
+        assert len(pair.g.log(match_id)) == len(before) + 1
+
+
+def test_a_burst_of_bad_tokens_from_one_address_gets_429(pair: Pair) -> None:
+    """Five unknown tokens from an address (across both gateways), then 429 — even for a good
+    token the gateway has not seen; another address is still answered 401."""
+    with client(fresh_address()) as owner:
+        match_id, tokens = started_table(pair, owner)
+    seat_url = f"{API}/matches/{match_id}/seats/0/stream"
+    with client(fresh_address()) as guesser:
+        for i in range(5):
+            url = (pair.a, pair.b)[i % 2]
+            r = guesser.get(f"{url}{API}/seat", headers={"authorization": f"Bearer guess-{i}"})
+            assert r.status_code == 401, r.text
+        r = guesser.get(f"{pair.b}{API}/seat", headers={"authorization": "Bearer guess-5"})
+        limited(r, "auth_failures", 5)
+        # a real token, not yet remembered by gateway B, waits too: guessing is what is slowed
+        r = guesser.get(f"{pair.b}{seat_url}", headers={"authorization": f"Bearer {tokens[0]}"})
+        limited(r, "auth_failures", 5)
+    with client(fresh_address()) as other:
+        r = other.get(f"{pair.a}{API}/seat", headers={"authorization": "Bearer guess-6"})
+        assert r.status_code == 401
+
+
+def test_an_address_may_have_three_open_matches_and_a_started_one_frees_its_place(
+    pair: Pair,
+) -> None:
+    """The open-match cap is counted in Redis across both gateways and released when a match
+    starts."""
+    with client(fresh_address()) as maker, client(fresh_address()) as player:
+        made = []
+        for i in range(3):
+            r = create(maker, (pair.a, pair.b)[i % 2], [None, None])
+            assert r.status_code == 201, r.text
+            made.append(r.json()["match"]["match_id"])
+        limited(create(maker, pair.b, [None, None]), "open_matches_per_client", 3)
+        limited(create(maker, pair.a, ["random", None]), "open_matches_per_client", 3)
+        # a match with no open seat starts at once: it is never open
+        assert create(maker, pair.a, ["random", "greedy"]).status_code == 201
+        for url in (pair.a, pair.b):  # another address fills one: it starts
+            assert join(player, url, made[0]).status_code == 201
+        assert create(maker, pair.b, [None, None]).status_code == 201
+
+
+def test_an_address_may_hold_four_seats_in_matches_not_started(pair: Pair) -> None:
+    """Seats taken in matches still waiting for players count against the address that took
+    them until those matches start."""
+    matches = []
+    for _ in range(5):
+        with client(fresh_address()) as maker:
+            r = create(maker, pair.a, [None, None])
+            assert r.status_code == 201, r.text
+            matches.append(r.json()["match"]["match_id"])
+    with client(fresh_address()) as joiner:
+        for i, match_id in enumerate(matches[:4]):
+            assert join(joiner, (pair.a, pair.b)[i % 2], match_id).status_code == 201
+        limited(join(joiner, pair.b, matches[4]), "waiting_seats_per_client", 4)
+        with client(fresh_address()) as other:
+            assert join(other, pair.a, matches[0]).status_code == 201  # it starts
+        r = join(joiner, pair.b, matches[4])
+        assert r.status_code == 201, r.text
+        # a refused join holds nothing: the seat it asked for is still open
+        info = joiner.get(f"{pair.a}{API}/matches/{matches[4]}").json()
+        assert [s["kind"] for s in info["seats"]].count("open") == 1
+
+
+def test_stream_places_are_shared_and_a_closed_one_frees_its_place_on_the_other_gateway(
+    pair: Pair,
+) -> None:
+    """Two streams per seat token, wherever they are open."""
+    with client(fresh_address()) as http:
+        match_id, tokens = started_table(pair, http)
+    url = f"{API}/matches/{match_id}/seats/0/stream"
+    auth = {"authorization": f"Bearer {tokens[0]}"}
+
+    async def scenario() -> None:
+        async with httpx.AsyncClient(timeout=10) as http:
+            async with (
+                http.stream("GET", f"{pair.a}{url}", headers=auth) as first,
+                http.stream("GET", f"{pair.a}{url}", headers=auth) as second,
+            ):
+                assert first.status_code == second.status_code == 200
+                limited(await http.get(f"{pair.b}{url}", headers=auth), "streams_per_token", 2)
+            for _ in range(50):
+                async with http.stream("GET", f"{pair.b}{url}", headers=auth) as third:
+                    if third.status_code == 200:
+                        return
+                await asyncio.sleep(0.05)
+            pytest.fail("closed streams were never released")
+
+    asyncio.run(scenario())
+
+
+def test_the_streams_of_a_gateway_that_crashed_free_their_places_when_their_lease_ends(
+    pair: Pair,
+) -> None:
+    """A killed gateway renews nothing: its streams stop counting after the lease (2 s)."""
+    g = pair.g
+    crashing = g.spawn_gateway("gateway-limits-crash", free_port(), LIMITS)
+    with client(fresh_address()) as http:
+        match_id, tokens = started_table(pair, http)
+    url = f"{API}/matches/{match_id}/seats/1/stream"
+    auth = {"authorization": f"Bearer {tokens[1]}"}
+    with contextlib.ExitStack() as open_streams:
+        for _ in range(2):
+            r = open_streams.enter_context(
+                httpx.stream("GET", f"{crashing}{url}", headers=auth, timeout=10)
+            )
+            assert r.status_code == 200
+        g.stack.kill("gateway-limits-crash")
+        killed = time.monotonic()
+        limited(httpx.get(f"{pair.a}{url}", headers=auth), "streams_per_token", 2)
+        while time.monotonic() - killed < 10:
+            with httpx.stream("GET", f"{pair.a}{url}", headers=auth, timeout=10) as r:
+                if r.status_code == 200:
+                    break
+            time.sleep(0.1)
+        waited = time.monotonic() - killed
+        assert 0.5 < waited < 5, waited
