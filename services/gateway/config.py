@@ -213,9 +213,7 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
         """Read the settings from ``environ`` (default: the process environment); raises
         GatewayConfigError naming a variable that is not a valid, positive value."""
         settings = read_env(cls, environ, GatewayConfigError)
-        numbers = {
-            f: v for f in ENV if isinstance(v := getattr(settings, f), int | float)
-        }
+        numbers = {f: v for f in ENV if isinstance(v := getattr(settings, f), int | float)}
         bad = [ENV[f] for f, v in numbers.items() if v <= 0 and f not in _MAY_BE_ZERO]
         if bad:
             raise GatewayConfigError(f"{', '.join(bad)} must be positive")
