@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import pytest
 from domino_sdk.protocol import decode_line
+from jsonschema import Draft202012Validator
 
 from engine.game import decide, evolve, legal_moves
 from engine.verify import verify
@@ -402,3 +403,181 @@ def test_a_match_the_rules_forbid_cites_the_rule_it_breaks(
     assert r.status_code == 422, r.text
     body = r.json()
     assert (body["error"], body["reason"], body["rule"]) == ("rejected", "bad_rules", rule)
+
+
+# -- 5. every answer has its schema in the OpenAPI document ------------------------------------
+
+
+class Spec:
+    """The gateway's OpenAPI document, and checks of real answers against it."""
+
+    def __init__(self, url: str) -> None:
+        self.doc: dict[str, Any] = httpx.get(f"{url}{API}/openapi.json").json()
+        self.checked: set[tuple[str, str, str]] = set()
+
+    def schema(self, schema: dict[str, Any]) -> Draft202012Validator:
+        """A validator for ``schema``, its references resolved in the document."""
+        return Draft202012Validator({**schema, "components": self.doc["components"]})
+
+    def check(self, path: str, method: str, r: httpx.Response) -> None:
+        """The answer's status is documented for the path, its headers and body match."""
+        status = str(r.status_code)
+        responses = self.doc["paths"][path][method]["responses"]
+        assert status in responses, f"{method} {path} answered {status}: {r.text}"
+        spec = responses[status]
+        for name, ref in spec.get("headers", {}).items():
+            header = self.doc["components"]["headers"][ref["$ref"].rsplit("/", 1)[1]]
+            if header["required"]:
+                assert name.lower() in r.headers, f"{method} {path} {status} lacks {name}"
+                self.schema(header["schema"]).validate(int(r.headers[name.lower()]))
+        content = spec["content"]
+        if "application/json" in content:
+            self.schema(content["application/json"]["schema"]).validate(r.json())
+        else:
+            lines = [json.loads(x) for x in r.text.splitlines() if x]
+            assert lines
+            for line in lines:
+                self.schema(content["application/x-ndjson"]["schema"]).validate(line)
+        self.checked.add((method, path, status))
+
+    def limited(self, path: str, method: str, r: httpx.Response) -> None:
+        """A 429 as documented: its headers declared, and its example naming its limit."""
+        self.check(path, method, r)
+        spec = self.doc["paths"][path][method]["responses"]["429"]
+        assert set(spec["headers"]) == {
+            "Retry-After",
+            "RateLimit-Limit",
+            "RateLimit-Remaining",
+            "RateLimit-Reset",
+        }
+        assert spec["content"]["application/json"]["example"]["limit"] == r.json()["limit"]
+
+    def lines(self, lines: list[dict[str, Any]], component: str) -> None:
+        """Stream lines, each against a component schema (Line, MinimalLine)."""
+        validator = self.schema({"$ref": f"#/components/schemas/{component}"})
+        for line in lines:
+            validator.validate(line)
+
+
+def test_every_answer_of_the_gateway_matches_its_schema_in_the_openapi_document(
+    gateways: Gateways,
+) -> None:
+    """Lobby, seat, streams (all and minimal), moves, and the errors of each, with the
+    headers the document promises (RateLimit-* on moves, Retry-After on 429s)."""
+    g = gateways
+    spec = Spec(g.url)
+    m = f"{API}/matches/{{match_id}}"
+    seat_path, moves_path = f"{m}/seats/{{seat}}/stream", f"{m}/seats/{{seat}}/moves"
+    api = f"{g.url}{API}"
+    with httpx.Client(timeout=10) as http:
+        # the lobby
+        created = http.post(f"{api}/matches", json={"seats": ["random", None, None]})
+        spec.check(f"{API}/matches", "post", created)
+        match_id = created.json()["match"]["match_id"]
+        spec.check(f"{API}/matches", "post", http.post(f"{api}/matches", content=b"{"))
+        spec.check(f"{API}/matches", "post", http.post(f"{api}/matches", json={"seats": 2}))
+        spec.check(f"{API}/matches", "post", http.post(f"{api}/matches", json={"seats": [None]}))
+        form = {"content-type": "text/plain"}
+        spec.check(
+            f"{API}/matches", "post", http.post(f"{api}/matches", content=b"{}", headers=form)
+        )
+        for status in ("open", "live", "finished", "maybe"):
+            spec.check(
+                f"{API}/matches", "get", http.get(f"{api}/matches", params={"status": status})
+            )
+        spec.check(m, "get", http.get(f"{api}/matches/{match_id}"))
+        spec.check(m, "get", http.get(f"{api}/matches/m-0000000000"))
+        joined = http.post(f"{api}/matches/{match_id}/join", json={"name": "schema"})
+        spec.check(f"{m}/join", "post", joined)
+        for body in ({"seat": 0}, {"seat": 1}, {"seat": 9}, {"name": ""}):
+            r = http.post(f"{api}/matches/{match_id}/join", json=body)
+            spec.check(f"{m}/join", "post", r)
+        spec.check(f"{m}/join", "post", http.post(f"{api}/matches/m-0000000000/join", json={}))
+        token = joined.json()["token"]
+        auth = {"authorization": f"Bearer {token}"}
+        spec.check(f"{API}/seat", "get", http.get(f"{api}/seat", headers=auth))
+        spec.check(f"{API}/seat", "get", http.get(f"{api}/seat"))
+        spec.check("/healthz", "get", http.get(f"{g.url}/healthz"))
+        spec.check(f"{API}/openapi.json", "get", http.get(f"{api}/openapi.json"))
+        # a match under way, both seats ours: moves and streams
+        t = Table(g)
+        state = fold(g.log(t.match_id))
+        mover = state.turn
+        assert mover is not None
+        base = f"{api}/matches/{t.match_id}/seats"
+        moves = f"{base}/{mover}/moves"
+        key = {**t.auth(mover), "idempotency-key": "schema-1"}
+        spec.check(moves_path, "post", http.post(moves, json={"type": "draw_tile"}, headers=key))
+        move = body_of(legal_moves(state)[0])
+        spec.check(moves_path, "post", http.post(moves, json=move, headers=key))
+        spec.check(moves_path, "post", http.post(moves, json=move, headers=key))  # replayed
+        spec.check(moves_path, "post", http.post(moves, json={"type": "pass_turn"}, headers=key))
+        spec.check(moves_path, "post", http.post(moves, json=move, headers=t.auth(mover)))
+        spec.check(moves_path, "post", http.post(moves, content=b"{", headers=key))
+        spec.check(moves_path, "post", http.post(moves, json={"type": "castle"}, headers=key))
+        spec.check(moves_path, "post", http.post(moves, json=move))
+        other = {**t.auth(1 - mover), "idempotency-key": "schema-2"}
+        spec.check(moves_path, "post", http.post(moves, json=move, headers=other))
+        huge = b'{"type": "pass_turn", "pad": "' + b"x" * 10_000 + b'"}'
+        spec.check(moves_path, "post", http.post(moves, content=huge, headers=key))
+        plain = {**key, "content-type": "text/plain"}
+        spec.check(moves_path, "post", http.post(moves, content=b"{}", headers=plain))
+        stream = f"{base}/{mover}/stream"
+        for params in ({"after": "0", "until": "turn"}, {"events": "minimal", "until": "turn"}):
+            r = http.get(stream, params=params, headers=t.auth(mover))
+            spec.check(seat_path, "get", r)
+            if "events" in params:
+                spec.lines([json.loads(x) for x in r.text.splitlines() if x], "MinimalLine")
+        for params in ({"after": "999"}, {"events": "some"}):
+            spec.check(seat_path, "get", http.get(stream, params=params, headers=t.auth(mover)))
+        spec.check(seat_path, "get", http.get(stream))
+        spec.check(seat_path, "get", http.get(stream, headers=t.auth(1 - mover)))
+        spectate = f"{api}/matches/{t.match_id}/stream"
+        spec.check(f"{m}/stream", "get", http.get(spectate, params={"after": "999"}))
+        spec.check(f"{m}/stream", "get", http.get(f"{api}/matches/m-0000000000/stream"))
+
+    async def streams() -> None:
+        async with httpx.AsyncClient(timeout=10) as client:
+            public = await read_lines(client, spectate, 3, params={"after": "0"})
+            spec.lines(public, "Line")
+            mine = await read_lines(client, stream, 3, headers=t.auth(mover))
+            spec.lines(mine, "Line")
+
+    asyncio.run(streams())
+    assert len(spec.checked) >= 30, sorted(spec.checked)  # distinct (method, path, status)
+
+
+def test_the_limits_429_answers_match_the_openapi_document_headers_and_all(
+    gateways: Gateways,
+) -> None:
+    """Too many moves, too many streams for one token: a LimitError body naming the limit,
+    Retry-After, and RateLimit-*."""
+    g = gateways
+    spec = Spec(g.strict_url)
+    m = f"{API}/matches/{{match_id}}"
+    match_id = create(g.strict_url, [None, None], rules={"players": 2})
+    seat, token = join(g.strict_url, match_id)
+    auth = {"authorization": f"Bearer {token}"}
+    base = f"{g.strict_url}{API}/matches/{match_id}/seats/{seat}"
+    with httpx.Client(timeout=10) as http:
+        answers = [
+            http.post(f"{base}/moves", content=b"{", headers={**auth, "idempotency-key": f"k{i}"})
+            for i in range(12)
+        ]
+    limited = [r for r in answers if r.status_code == 429]
+    assert limited
+    spec.limited(f"{m}/seats/{{seat}}/moves", "post", limited[0])
+    assert limited[0].json()["limit"] == "moves_per_second"
+
+    async def streams() -> httpx.Response:
+        async with httpx.AsyncClient(timeout=10) as client:
+            url = f"{base}/stream"
+            async with (
+                client.stream("GET", url, headers=auth),
+                client.stream("GET", url, headers=auth),
+            ):
+                return await client.get(url, headers=auth)
+
+    third = asyncio.run(streams())
+    spec.limited(f"{m}/seats/{{seat}}/stream", "get", third)
+    assert third.json()["limit"] == "streams_per_token"
