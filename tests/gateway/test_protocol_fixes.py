@@ -25,7 +25,7 @@ from jsonschema import Draft202012Validator
 
 from engine.game import decide, evolve, legal_moves
 from engine.verify import verify
-from events.model import AnyEvent, Move, Rejection
+from events.model import AnyEvent, MatchEnded, Move, Rejection, RoundEnded
 from tests.gateway.conftest import PLAY_LIMITS, Gateways, create, free_port, join, wait_for_version
 from tests.service.conftest import fold
 
@@ -581,3 +581,66 @@ def test_the_limits_429_answers_match_the_openapi_document_headers_and_all(
     third = asyncio.run(streams())
     spec.limited(f"{m}/seats/{{seat}}/stream", "get", third)
     assert third.json()["limit"] == "streams_per_token"
+
+
+# -- 3. what the docs say about the start, the statuses and sides ------------------------------
+
+
+def doc_section(title: str) -> str:
+    """The paragraph or bullet of docs/protocol.md that starts with ``**title**``."""
+    text = PROTOCOL.read_text()
+    start = text.index(f"**{title}**")
+    ends = [text.find(mark, start + 1) for mark in ("\n- **", "\n\n**", "\n## ")]
+    return text[start : min(e for e in ends if e > 0)]
+
+
+def test_the_docs_match_the_gateway_on_early_streams_match_statuses_and_seats_and_sides(
+    gateways: Gateways,
+) -> None:
+    """The doc shows the snapshot of a stream opened before the match starts as it is sent;
+    its table of match statuses is the document's and the gateway's; and it says which
+    fields of round_ended and match_ended are seats and which are sides, as they are."""
+    g = gateways
+    # a stream opened while the match waits for players: the snapshot the doc shows
+    early = doc_section("Before the match starts.")
+    quoted = re.search(r"`(\{.*?\})`", early, re.S)
+    assert quoted is not None, early
+    shown = json.loads(re.sub(r"\s+", " ", quoted[1]).replace("...", "null"))
+    match_id = create(g.url, [None, None], rules={"players": 2})
+    seat, token = join(g.url, match_id)
+    auth = {"authorization": f"Bearer {token}"}
+    url = f"{g.url}{API}/matches/{match_id}/seats/{seat}/stream"
+
+    async def first() -> dict[str, Any]:
+        async with httpx.AsyncClient(timeout=10) as http:
+            return (await read_lines(http, url, 1, headers=auth))[0]
+
+    sent = asyncio.run(first())
+    assert sent == {**shown, "match_id": match_id, "seat": seat}
+    # the statuses: the doc's table, the OpenAPI document's and what the gateway answers
+    table = doc_section("Match status.")
+    documented = set(re.findall(r"^\| `(\w+)` \|", table, re.M))
+    doc = httpx.get(f"{g.url}{API}/openapi.json").json()
+    assert documented == set(
+        doc["components"]["schemas"]["MatchInfo"]["properties"]["status"]["enum"]
+    )
+    seen = {httpx.get(f"{g.url}{API}/matches/{match_id}").json()["status"]}
+    join(g.url, match_id)
+    seen.add(httpx.get(f"{g.url}{API}/matches/{match_id}").json()["status"])
+    assert seen == {"open", "started"} and seen <= documented
+    # seats and sides, in a partners match played to its end by house bots
+    sides = doc_section("Seats and sides.")
+    assert "`winner` is the winning *side*" in sides and "`winner` is a\n  *seat*" in sides
+    partners = create(g.url, ["random"] * 4, rules={"players": 4, "partners": True, "target": 20})
+    deadline = time.monotonic() + 30
+    while not any(isinstance(e.event, MatchEnded) for e in g.log(partners)):
+        assert time.monotonic() < deadline, "the house bots did not finish"
+        time.sleep(0.1)
+    log = [e.event for e in g.log(partners)]
+    ended = log[-1]
+    assert isinstance(ended, MatchEnded) and ended.winner in (0, 1) and len(ended.scores) == 2
+    rounds = [e for e in log if isinstance(e, RoundEnded) and e.side is not None]
+    assert rounds
+    for r in rounds:
+        assert len(r.scores) == 2 and len(r.counts) == len(r.hands) == 4
+        assert r.winner is not None and r.winner % 2 == r.side  # a seat, of the side that scored
