@@ -5,7 +5,8 @@ A stream is a sequence of lines, each one JSON object with a ``type``:
 - ``snapshot``: the first line of a fresh stream: the receiver's whole view now, at match
   version ``id`` (``view`` is None while the match waits for players);
 - ``event``: one event of the match log, number ``id``, as the receiver may see it (C8);
-- ``turn``: it is this seat's move at version ``id``: its view, legal moves and deadline.
+- ``turn``: it is this seat's move at version ``id``: its view, legal moves and deadline;
+  sent every time it is the seat's move, after a fresh stream's snapshot too.
 
 Event ids are match versions (1..n), so resuming is "everything after version N". Read lines
 with :func:`decode_line`: it reads an event of a type this SDK does not know as an
