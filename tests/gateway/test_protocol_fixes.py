@@ -393,12 +393,14 @@ def _after(state: Any, move: Move) -> Any:
         ({"players": 3, "partners": True}, 3, "C3"),  # partners need four
         ({"top": 7}, 2, "C1"),  # double-6, -9 or -12
         ({"family": "chess"}, 2, "-"),  # no rule names the families' list
+        ({"target": 1_000_000}, 2, "E6"),  # over the service's cap: the target option's rule
+        ({"family": "straight", "target": 1_000_000}, 2, "S7"),
     ],
 )
 def test_a_match_the_rules_forbid_cites_the_rule_it_breaks(
     gateways: Gateways, rules: dict[str, Any], seats: int, rule: str
 ) -> None:
-    """RULES.md C3 is the player count (and partners), C1 the set."""
+    """RULES.md C3 is the player count (and partners), C1 the set, E6 and S7 the target."""
     r = httpx.post(f"{gateways.url}{API}/matches", json={"seats": [None] * seats, "rules": rules})
     assert r.status_code == 422, r.text
     body = r.json()
