@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 
 import structlog
@@ -11,7 +12,7 @@ from redis.asyncio import Redis
 
 from engine.strategy import make_strategy
 from events.wire import Rejected
-from services.bots.worker import BotWorker, group_name
+from services.bots.worker import BotWorker, group_name, heartbeat
 from services.config import Settings
 from services.redis.apps import consumer_name, redis_broker, run_task, service_app
 from services.redis.connection import node_client
@@ -50,7 +51,15 @@ def bots_app(
     async def start(redis: Redis) -> Callable[[], Awaitable[None]]:
         bot = make_strategy(strategy, seed, settings.search_budget_ms)
         worker = BotWorker(settings, RedisTransport(redis, topo), bot, pool, consumer)
-        return run_task(worker.run, worker.stop)
+        beat = asyncio.create_task(heartbeat(redis, topo, pool, consumer))
+        stop_worker = run_task(worker.run, worker.stop)
+
+        async def stop() -> None:
+            beat.cancel()
+            await asyncio.gather(beat, return_exceptions=True)
+            await stop_worker()
+
+        return stop
 
     app = service_app(url, start, broker)
 

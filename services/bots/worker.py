@@ -9,6 +9,7 @@ applied once.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 
@@ -21,6 +22,7 @@ from services.config import Settings
 from services.core.commands import command_message
 from services.core.worker import GroupWorker
 from services.redis.connection import Client
+from services.redis.lua import LuaScript
 from services.store.keys import Keys
 from services.transport.base import Entry, Message, Transport
 
@@ -32,14 +34,49 @@ def group_name(pool: str) -> str:
     return f"bots-{pool}"
 
 
-async def pool_served(redis: Client, keys: Keys, pool: str, within_ms: int = 30_000) -> bool:
-    """Whether some worker of ``pool`` has read its turns within ``within_ms``: a match whose
-    seat names a pool nobody serves would wait for ever."""
-    try:
-        consumers = await redis.xinfo_consumers(keys.turns(0, pool), group_name(pool))
-    except Exception:  # no such stream or group: no worker of this pool ever started
-        return False
-    return any(int(c.get("idle", within_ms)) < within_ms for c in consumers)
+ALIVE_S = 30
+"""A pool is served while one of its workers has said so within this many seconds."""
+HEARTBEAT_S = 5.0
+"""How often a worker says it serves its pool."""
+_BEAT = LuaScript(
+    """
+-- KEYS: the pool's workers. ARGV: the worker, how long a beat lasts (s)
+local now = tonumber(redis.call('TIME')[1])
+redis.call('ZADD', KEYS[1], now, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - 10 * tonumber(ARGV[2]))
+redis.call('EXPIRE', KEYS[1], 10 * tonumber(ARGV[2]))
+return now
+"""
+)
+_SERVED = LuaScript(
+    """
+-- KEYS: the pool's workers. ARGV: how long a beat lasts (s)
+local now = tonumber(redis.call('TIME')[1])
+return redis.call('ZCOUNT', KEYS[1], now - tonumber(ARGV[1]), '+inf')
+"""
+)
+
+
+def workers_key(keys: Keys, pool: str) -> str:
+    """The sorted set of a pool's workers, by when each last said it serves the pool."""
+    return f"{keys.prefix}:pool:{pool}"
+
+
+async def heartbeat(redis: Client, keys: Keys, pool: str, consumer: str) -> None:
+    """Say, every few seconds until cancelled, that ``consumer`` serves ``pool`` (on the
+    Redis server's clock, so workers' clocks need not agree)."""
+    while True:
+        try:
+            await _BEAT(redis, [workers_key(keys, pool)], [consumer, ALIVE_S])
+        except Exception:
+            log.warning("pool heartbeat failed; trying again", pool=pool)
+        await asyncio.sleep(HEARTBEAT_S)
+
+
+async def pool_served(redis: Client, keys: Keys, pool: str) -> bool:
+    """Whether some worker of ``pool`` has said within ``ALIVE_S`` that it serves it: a match
+    whose seat names a pool nobody serves would wait for ever."""
+    return int(await _SERVED(redis, [workers_key(keys, pool)], [ALIVE_S])) > 0
 
 
 class BotWorker(GroupWorker):

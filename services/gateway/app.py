@@ -9,8 +9,10 @@ import asyncio
 import contextlib
 import os
 import re
+import secrets
 import socket
-from collections.abc import AsyncIterator, Mapping
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
@@ -23,45 +25,66 @@ from starlette.requests import Request as StarletteRequest
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from engine.game import MAX_NAME, decide
+from engine.game import decide
 from engine.rules import Family, NextLeader, Rules, RulesError
+from engine.strategy import STRATEGIES
 from events.codec import JSON
 from events.model import (
+    Abort,
     AnyEvent,
+    CancelMatch,
     CreateMatch,
     DrawTile,
+    MatchEnded,
     Move,
     PassTurn,
     PlayTile,
     Rejection,
+    Resign,
+    RoundEnded,
     TileDrawn,
     TilePlayed,
     TurnPassed,
 )
+from services.bots.worker import pool_served
 from services.config import Settings
 from services.core.commands import new_match_id
 from services.gateway.config import GatewaySettings
 from services.gateway.http import ApiError, Endpoint, Request, Response, decode_body
 from services.gateway.hub import FeedUnavailable, Flight, Hub, Outcome
 from services.gateway.limits import Cap, Concurrency, Lease, RateLimit, release_match
-from services.lobby.tables import JoinError, Lobby, LobbyMatch, token_hash
 from services.gateway.openapi import openapi
+from services.gateway.players import Players
 from services.gateway.protocol import (
     API,
+    AbortBody,
     CreateBody,
     DrawBody,
     JoinBody,
     MoveBody,
     PassBody,
     PlayBody,
+    ResignBody,
+    RulesBody,
 )
 from services.gateway.seats import SeatCache
 from services.gateway.sender import CommandSender
 from services.gateway.streaming import StreamResponse
+from services.lobby.accounts import Account, Accounts, digest, is_account_token
+from services.lobby.arena import Pairing
+from services.lobby.arena_runner import ArenaRunner
+from services.lobby.arenas import Arena, Arenas
+from services.lobby.challenges import Challenges
+from services.lobby.names import BadName, check_name, skeleton
+from services.lobby.seeks import Group, Kind, Matchmaker, Seeks
+from services.lobby.tables import JoinError, Lobby, LobbyMatch, token_hash
+from services.projections.accounts import AccountFeeds
 from services.projections.queries import Queries
+from services.projections.ratings import RatingsProjector, ratings_table
 from services.redis.connection import node_client
 from services.store.base import InvalidMatchId
 from services.store.keys import EXTERNAL, Keys, validate_match_id
+from services.store.projection import RedisCheckpoints
 from services.store.redis import RedisEventStore
 
 log = structlog.get_logger()
@@ -78,6 +101,9 @@ LISTED = 100
 """The most matches one GET /matches lists: the latest live or finished."""
 SEATS_CACHED = 100_000
 """The most tokens a gateway process remembers the seats of."""
+"""Account and play streams an account may have open at once (per gateway process)."""
+RATINGS_FRESH_S = 30.0
+"""How long the seek queue uses a ratings table before reading it again."""
 
 
 class GatewayNotStarted(RuntimeError):
@@ -94,6 +120,11 @@ class _Running:
     lobby: Lobby
     sender: CommandSender
     hub: Hub
+    accounts: Accounts
+    feeds: AccountFeeds
+    challenges: Challenges
+    seeks: Seeks
+    arenas: Arenas
 
 
 class Gateway:
@@ -132,7 +163,11 @@ class Gateway:
         self.public_streams = Concurrency(
             "streams_per_client", config.streams_per_client, topo, lease_s
         )
-        self._seats = SeatCache(size=SEATS_CACHED)  # token hash -> (match, seat), for a while
+        self._seats: SeatCache[tuple[str, int]] = SeatCache(size=SEATS_CACHED)  # token -> seat
+        self._accounts: SeatCache[Account] = SeatCache(ttl_s=5.0, size=SEATS_CACHED)
+        self._holders: SeatCache[str] = SeatCache(ttl_s=3600.0, size=SEATS_CACHED)
+        self._ratings: dict[tuple[str, str], float] = {}
+        self._ratings_at = -RATINGS_FRESH_S
         self._running: _Running | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -148,20 +183,40 @@ class Gateway:
         )
         hub = Hub(redis, store, self.topo, self.replies, self.config.stream_buffer_bytes)
         await hub.start()
+        accounts = Accounts(redis, self.topo)
+        feeds = AccountFeeds(redis, self.topo)
+        seeks = Seeks(redis, self.topo, feeds, self.config.seek_ttl_s)
+        arenas = Arenas(redis, self.topo)
+        runner = ArenaRunner(arenas, store, self.start_arena)
         self._running = _Running(
             redis=redis,
             store=store,
             lobby=Lobby(redis, self.topo, self.config.token_ttl_s),
             sender=CommandSender(redis, self.topo, self.replies),
             hub=hub,
+            accounts=accounts,
+            feeds=feeds,
+            challenges=Challenges(redis, self.topo, accounts, feeds, self.config.challenge_ttl_s),
+            seeks=seeks,
+            arenas=arenas,
         )
+        stop = asyncio.Event()
+        matchmaker = Matchmaker(
+            seeks,
+            self.start_seek,
+            self.name,
+            fill_after_s=self.config.seek_fill_s or None,
+            also=[runner.tick],
+        )
+        background = [asyncio.create_task(matchmaker.run(stop))]
         sweeper = asyncio.create_task(self._sweep())
         log.info("gateway started", replies=self.replies, partitions=self.settings.partitions)
         try:
             yield
         finally:
+            stop.set()
             sweeper.cancel()
-            await asyncio.gather(sweeper, return_exceptions=True)
+            await asyncio.gather(sweeper, *background, return_exceptions=True)
             await hub.stop()
             for streams in (self.seat_streams, self.account_streams, self.public_streams):
                 await streams.close()
@@ -207,6 +262,31 @@ class Gateway:
         return self._started().sender
 
     @property
+    def accounts(self) -> Accounts:
+        """The accounts; raises GatewayNotStarted when the app is not running."""
+        return self._started().accounts
+
+    @property
+    def feeds(self) -> AccountFeeds:
+        """The accounts' feeds; raises GatewayNotStarted when the app is not running."""
+        return self._started().feeds
+
+    @property
+    def challenges(self) -> Challenges:
+        """The challenges; raises GatewayNotStarted when the app is not running."""
+        return self._started().challenges
+
+    @property
+    def arenas(self) -> Arenas:
+        """The arenas; raises GatewayNotStarted when the app is not running."""
+        return self._started().arenas
+
+    @property
+    def seeks(self) -> Seeks:
+        """The seek queue; raises GatewayNotStarted when the app is not running."""
+        return self._started().seeks
+
+    @property
     def store(self) -> RedisEventStore:
         """The event store (read only); raises GatewayNotStarted when the app is not running."""
         return self._started().store
@@ -222,7 +302,19 @@ class Gateway:
         return match_id
 
     async def _authorize(self, request: Request, match_id: str, seat: int) -> str:
-        """Check the bearer token opens this seat; return its hash."""
+        """Check the bearer token opens this seat (a seat token of it, or the account token of
+        the account holding it); return what limits count it by."""
+        token = _bearer(request)
+        if is_account_token(token):
+            account = await self._account_of(token, request.client)
+            holder = self._holders.get(f"{match_id} {seat}")
+            if holder is None:
+                holder = await self.lobby.holder(match_id, seat)
+                if holder is not None:
+                    self._holders.put(f"{match_id} {seat}", holder)
+            if holder != account.id:
+                raise ApiError(403, "not_your_seat", f"your account does not hold seat {seat}")
+            return f"acct:{account.id}"
         digest, (token_match, token_seat) = await self._token(request)
         if token_match != match_id:
             raise ApiError(403, "wrong_match", "this seat token is for another match")
@@ -232,13 +324,45 @@ class Gateway:
             )
         return digest
 
+    async def _account_of(self, token: str, client: str) -> Account:
+        """The account an account token opens; 401 for a token that opens none, 403 banned."""
+        key = digest(token)
+        account = self._accounts.get(key)
+        if account is None:
+            await self.auth_failures.check(self.redis, client)  # guessing waits
+            account = await self.accounts.authenticate(token)
+            if account is None:
+                await self.auth_failures.hit(self.redis, client)
+                raise ApiError(401, "unauthorized", "unknown, rotated or revoked account token")
+            self._accounts.put(key, account)
+        if account.banned:
+            raise ApiError(403, "account_banned", "this account is banned")
+        return account
+
+    async def account(self, request: Request) -> Account:
+        """The account whose token the request bears; 401 without one."""
+        token = _bearer(request, "an account token")
+        if not is_account_token(token):
+            raise ApiError(401, "unauthorized", "this needs an account token (dab_...)")
+        return await self._account_of(token, request.client)
+
+    async def maybe_account(self, request: Request) -> Account | None:
+        """The account whose token the request bears, None when it bears no token."""
+        if request.header(b"authorization") is None:
+            return None
+        return await self.account(request)
+
+    def operator(self, request: Request) -> None:
+        """Refuse (403) unless the request bears the operator's token."""
+        token = _bearer(request, "the operator token")
+        expected = self.config.operator_token
+        if not expected or not secrets.compare_digest(digest(token), digest(expected)):
+            raise ApiError(403, "not_operator", "only the operator may do this")
+
     async def _token(self, request: Request) -> tuple[str, tuple[str, int]]:
-        auth = request.header(b"authorization")
-        if not auth or not auth.startswith("Bearer ") or len(auth) > 200:
-            raise ApiError(
-                401, "unauthorized", "send the seat token as 'Authorization: Bearer <token>'"
-            )
-        token = auth[7:].strip()
+        token = _bearer(request)
+        if is_account_token(token):
+            raise ApiError(401, "unauthorized", "this needs a seat token, not an account token")
         digest = token_hash(token)
         seat = self._seats.get(digest)
         if seat is None:
@@ -314,7 +438,13 @@ class Gateway:
         """Every seat is taken: create the match in the log (once, whoever calls it)."""
         await release_match(self.redis, self.topo, match.match_id)  # its holds end as it starts
         command = CreateMatch(
-            rules=match.rules, players=match.names, bots=match.pools, deadline_ms=match.deadline_ms
+            rules=match.rules,
+            players=match.names,
+            bots=match.pools,
+            deadline_ms=match.deadline_ms,
+            accounts=match.accounts if any(match.accounts) else (),
+            forfeit_after=match.forfeit_after,
+            max_rounds=match.max_rounds,
         )
         outcome, _ = await self._await(match.match_id, f"create:{match.match_id}", command)
         if outcome is not None and outcome.rejection is not None:
@@ -326,6 +456,78 @@ class Gateway:
             )
             raise ApiError(409, "rejected", outcome.rejection.message, **_why(outcome.rejection))
         log.info("lobby match started", match_id=match.match_id, players=match.names)
+        for account in dict.fromkeys(a for a in match.accounts if a is not None):
+            seats = [s for s, a in enumerate(match.accounts) if a == account]
+            await self.feeds.started(
+                account,
+                match.match_id,
+                {
+                    "seats": seats,
+                    "rules": msgspec.to_builtins(match.rules),
+                    "players": list(match.names),
+                    "deadline_ms": match.deadline_ms,
+                    "links": {
+                        **self._links(match.match_id),
+                        "seats": {str(s): self._links(match.match_id, s) for s in seats},
+                    },
+                },
+            )
+
+    async def start_for(
+        self,
+        rules: Rules,
+        seats: list[Account | str],
+        deadline_ms: int | None = None,
+        creator: str = "",
+        match_id: str | None = None,
+    ) -> LobbyMatch:
+        """Start a match now whose seats are held by these accounts and house pools (a str is
+        a pool): the lobby record, the match, and each account told on its feed."""
+        match_id = match_id or new_match_id()
+        await self.check_pools([a for a in seats if isinstance(a, str)])
+        accounts = tuple(a.id if isinstance(a, Account) else None for a in seats)
+        pools = tuple(None if isinstance(a, Account) else a for a in seats)
+        names = tuple(a.name if isinstance(a, Account) else a for a in seats)
+        match = await self.lobby.create(
+            match_id,
+            rules,
+            pools,
+            names,
+            self.config.default_deadline_ms if deadline_ms is None else deadline_ms,
+            accounts=accounts,
+            creator=creator,
+            forfeit_after=self.config.forfeit_after,
+            max_rounds=self.config.max_rounds,
+        )
+        await self._start_match(match)
+        return match
+
+    async def start_arena(self, arena: Arena, pairing: Pairing, match_id: str) -> None:
+        """The arenas' starter: the match of a pairing, its seats by entrant (an account, or
+        house:<pool>)."""
+        seats: list[Account | str] = []
+        for key in pairing.seats:
+            if key.startswith("house:"):
+                seats.append(key.removeprefix("house:"))
+            elif (account := await self.accounts.get(key)) is not None:
+                seats.append(account)
+            else:
+                raise ValueError(f"arena entrant {key!r} has no account")
+        await self.start_for(
+            arena.rules, seats, arena.deadline_ms or None, creator="arena", match_id=match_id
+        )
+
+    async def start_seek(self, kind: Kind, group: Group) -> str | None:
+        """The matchmaker's starter: a match for a group of seeks (house bots fill the rest)."""
+        found = [await self.accounts.get(s.account) for s in group.seeks]
+        seats: list[Account | str] = [a for a in found if a is not None and not a.banned]
+        seats += [self.config.seek_house_pool] * (kind.players - len(seats))
+        try:
+            match = await self.start_for(kind.rules(), seats)
+        except ApiError as e:
+            log.error("seek match could not start", kind=kind.name, error=str(e))
+            return None
+        return match.match_id
 
     def _links(self, match_id: str, seat: int | None = None) -> dict[str, str]:
         base = f"{API}/matches/{match_id}"
@@ -340,40 +542,52 @@ class Gateway:
     async def create_match(self, request: Request) -> Response:
         """POST /matches: a new match; open seats wait for players, house bots are set."""
         await self.lobby_writes.hit(self.redis, request.client)
+        account = await self.maybe_account(request)
         body = decode_body(await request.json_body(self.config.max_body_bytes), _CREATE, "match")
         players = body.rules.players or len(body.seats)
-        try:
-            rules = Rules.make(
-                _option(_FAMILIES, "family", body.rules.family),
-                players=players,
-                partners=body.rules.partners,
-                top=body.rules.top,
-                target=body.rules.target,
-                next_leader=_option(_NEXT_LEADERS, "next_leader", body.rules.next_leader),
-                reveal_stock=body.rules.reveal_stock,
-            )
-        except RulesError as e:
-            raise ApiError(422, "rejected", str(e), reason="bad_rules", rule=_rule_of(e)) from None
+        rules = self.rules_of(body.rules, players)
         if EXTERNAL in body.seats:
             raise ApiError(
                 422,
                 "invalid_match",
                 f"{EXTERNAL!r} is not a house bot pool: use null for an open seat",
             )
-        names = tuple(body.names or (p or f"seat{i}" for i, p in enumerate(body.seats)))
+        if body.names is not None and len(body.names) != len(body.seats):
+            raise ApiError(
+                422,
+                "invalid_match",
+                f"names has {len(body.names)} entries for {len(body.seats)} seats",
+            )
+        names = await self._seat_names(body.seats, body.names)
+        deadline_ms = self.deadline_of(body.deadline_ms, open_seats=None in body.seats)
+        max_rounds = self._max_rounds(body.max_rounds)
+        await self.check_pools(body.seats)
         command = CreateMatch(
-            rules=rules, players=names, bots=tuple(body.seats), deadline_ms=body.deadline_ms
+            rules=rules,
+            players=names,
+            bots=tuple(body.seats),
+            deadline_ms=deadline_ms,
+            max_rounds=max_rounds,
+            forfeit_after=self.config.forfeit_after,
         )
         checked = decide(None, command)  # the engine's own checks, before anything is stored
         if isinstance(checked, Rejection):
             raise ApiError(422, "rejected", checked.message, **_why(checked))
         match_id = new_match_id()
+        owner = None if account else "own_" + secrets.token_urlsafe(24)
         hold = None
         if None in body.seats:  # an open match counts against its creator until it starts
             hold = await self.open_matches.hold(self.redis, request.client, match_id)
         try:
             match = await self.lobby.create(
-                match_id, rules, tuple(body.seats), names, body.deadline_ms
+                match_id,
+                rules,
+                tuple(body.seats),
+                names,
+                deadline_ms,
+                creator=account.id if account else f"owner:{token_hash(owner or '')}",
+                forfeit_after=self.config.forfeit_after,
+                max_rounds=max_rounds,
             )
         except Exception:
             if hold is not None:
@@ -382,21 +596,134 @@ class Gateway:
         if match.status == "started":
             await self._start_match(match)
         log.info("lobby match created", match_id=match_id, open=match.pools.count(None))
-        return Response.json({"match": match.public(), "links": self._links(match_id)}, status=201)
+        out: dict[str, Any] = {"match": match.public(), "links": self._links(match_id)}
+        if owner is not None:
+            out["owner_token"] = owner  # shown once: it cancels the match while it waits
+        return Response.json(out, status=201)
+
+    def rules_of(self, body: RulesBody, players: int) -> Rules:
+        """The rules a create or a challenge asks for, within the service's caps."""
+        try:
+            rules = Rules.make(
+                _option(_FAMILIES, "family", body.family),
+                players=players,
+                partners=body.partners,
+                top=body.top,
+                target=body.target,
+                next_leader=_option(_NEXT_LEADERS, "next_leader", body.next_leader),
+                reveal_stock=body.reveal_stock,
+            )
+        except RulesError as e:
+            raise ApiError(422, "rejected", str(e), reason="bad_rules", rule=_rule_of(e)) from None
+        if rules.target > self.config.max_target:
+            raise ApiError(
+                422,
+                "rejected",
+                f"target is at most {self.config.max_target} on this service",
+                reason="bad_rules",
+                rule="E6" if rules.family == "express" else "S7",  # the target option's rule
+            )
+        return rules
+
+    def deadline_of(self, asked: int | None, open_seats: bool) -> int:
+        """Each turn's limit: what was asked, within bounds; the default when nothing was. A
+        match with outside players always has one, so a player who leaves cannot freeze it."""
+        if asked is None:
+            return self.config.default_deadline_ms if open_seats else 0
+        if asked == 0 and not open_seats:
+            return 0
+        low, high = 200, self.config.max_deadline_ms
+        if not low <= asked <= high:
+            raise ApiError(
+                422,
+                "invalid_match",
+                f"deadline_ms is {low} to {high}"
+                + ("" if open_seats else " (or 0: no limit between house bots)"),
+            )
+        return asked
+
+    def _max_rounds(self, asked: int | None) -> int:
+        cap = self.config.max_rounds
+        if asked is None:
+            return cap
+        if not 1 <= asked <= cap:
+            raise ApiError(422, "invalid_match", f"max_rounds is 1 to {cap}")
+        return asked
+
+    async def _seat_names(
+        self, seats: list[str | None], asked: list[str] | None
+    ) -> tuple[str, ...]:
+        """Each seat's name: a house seat is named by its pool; an open seat's placeholder is
+        checked like a guest's name."""
+        out: list[str] = []
+        for i, pool in enumerate(seats):
+            name = asked[i] if asked else None
+            if pool is not None:
+                if name is not None and name != pool:
+                    raise ApiError(
+                        422,
+                        "invalid_name",
+                        f"seat {i} is played by the house pool {pool!r} and is named by it",
+                    )
+                out.append(pool)
+            elif name is None:
+                out.append(f"seat{i}")
+            else:
+                out.append(await self._guest_name(name))
+        return tuple(out)
+
+    async def _guest_name(self, name: str, taken: tuple[str, ...] = ()) -> str:
+        """A name a player without an account may use: the account names' rules, and not a
+        registered account's name, a house pool's, or another seat's of the match."""
+        try:
+            check_name(name)
+        except BadName as e:
+            raise ApiError(422, "invalid_name", str(e)) from None
+        if await self.accounts.by_name(name) is not None:
+            raise ApiError(422, "invalid_name", f"{name!r} is a registered account's name")
+        if skeleton(name) in {skeleton(t) for t in taken}:
+            raise ApiError(422, "invalid_name", f"{name!r} is already a player of this match")
+        return name
+
+    async def check_pools(self, seats: Sequence[str | None]) -> None:
+        """Refuse house pools nobody serves: their seats would never move."""
+        for pool in dict.fromkeys(p for p in seats if p is not None):
+            if pool not in STRATEGIES:
+                known = ", ".join(sorted(STRATEGIES))
+                raise ApiError(
+                    422, "unknown_pool", f"no house bot pool {pool!r}: the pools are {known}"
+                )
+            if not await pool_served(self.redis, self.topo, pool):
+                raise ApiError(
+                    409, "pool_unavailable", f"no worker of the house pool {pool!r} is running"
+                )
 
     async def join(self, request: Request) -> Response:
-        """POST /matches/{id}/join: take an open seat; the seat token is in the answer, once."""
+        """POST /matches/{id}/join: take an open seat; the seat token is in the answer, once.
+        With an account token the seat is the account's: its name, its ratings, and its token
+        opens the seat too."""
         await self.lobby_writes.hit(self.redis, request.client)
         match_id = self._match_id(request)
+        account = await self.maybe_account(request)
         raw = await request.json_body(self.config.max_body_bytes)
         body = decode_body(raw, _JOIN, "join") if raw.strip() else JoinBody()
-        if body.name is not None and (not body.name.strip() or len(body.name) > MAX_NAME):
-            raise ApiError(422, "invalid_join", f"a name is 1 to {MAX_NAME} characters")
         if body.seat is not None and body.seat < 0:
             raise ApiError(404, "no_such_seat", f"seat {body.seat} does not exist (C3)")
+        name = body.name
+        if account is not None:
+            if name is not None and name != account.name:
+                raise ApiError(422, "invalid_name", "an account plays under its own name")
+            name = account.name
+            await self.under_cap(account)
+        elif name is not None:
+            waiting = await self.lobby.get(match_id)
+            others = tuple(s.name for s in waiting.seats if s.kind != "open") if waiting else ()
+            name = await self._guest_name(name, others)
         hold = await self.waiting_seats.hold(self.redis, request.client, match_id)
         try:
-            match, seat, token = await self.lobby.join(match_id, body.seat, body.name)
+            match, seat, token = await self.lobby.join(
+                match_id, body.seat, name, account.id if account else None
+            )
         except JoinError as e:
             await self.waiting_seats.drop(self.redis, hold)
             status = 404 if e.code in ("no_match", "no_such_seat") else 409
@@ -414,6 +741,91 @@ class Gateway:
             },
             status=201,
         )
+
+    async def under_cap(self, account: Account) -> None:
+        """Refuse (409) an account already playing its most matches at once."""
+        live = await self.feeds.live(account.id)
+        cap = self.config.matches_per_account
+        if len(live) >= cap:
+            raise ApiError(
+                409,
+                "too_many_matches",
+                f"{account.name} is playing {len(live)} matches; {cap} at once at most",
+            )
+
+    async def lobby_write(self, request: Request) -> None:
+        """Count a lobby write (a match, a join, an account, a challenge) against the
+        client's budget."""
+        await self.lobby_writes.hit(self.redis, request.client)
+
+    async def seats_of(self, account: Account, match_id: str) -> list[int]:
+        """The seats of a match the account holds."""
+        match = await self.lobby.get(match_id)
+        if match is None:
+            return []
+        return [s for s, a in enumerate(match.accounts) if a == account.id]
+
+    async def open_account_stream(self, account: Account) -> Callable[[], Awaitable[None]]:
+        """Count a new account stream (429 past the limit); return what closes it."""
+        lease = await self.account_streams.acquire(self.redis, f"acct:{account.id}")
+
+        async def close() -> None:
+            self.account_streams.release(lease)
+
+        return close
+
+    async def rating_of(self, account_id: str, family: str) -> float:
+        """The account's rating (ordinal) in a family; 0 for one not rated yet."""
+        now = time.monotonic()
+        if now - self._ratings_at > RATINGS_FRESH_S:
+            table = await ratings_table(
+                self.redis, RatingsProjector(self.store, self._checkpoints())
+            )
+            self._ratings = {(r.family, _rated_key(r)): r.ordinal for r in table}
+            self._ratings_at = now
+        return self._ratings.get((family, account_id), 0.0)
+
+    def _checkpoints(self) -> RedisCheckpoints:
+        return RedisCheckpoints(
+            self.redis, partitions=self.settings.partitions, prefix=self.settings.prefix
+        )
+
+    async def cancel_match(self, request: Request) -> Response:
+        """DELETE /matches/{id}: call off a match still waiting for players (its creator or the
+        operator); the operator may also end a live match, unrated."""
+        match_id = self._match_id(request)
+        token = _bearer(request, "the creator's account or owner token")
+        is_operator = bool(self.config.operator_token) and secrets.compare_digest(
+            digest(token), digest(self.config.operator_token)
+        )
+        waiting = await self.lobby.get(match_id)
+        if not is_operator:
+            if waiting is None:
+                raise ApiError(404, "no_match", f"no match {match_id!r} in the lobby")
+            if is_account_token(token):
+                mine = (await self._account_of(token, request.client)).id == waiting.creator
+            else:
+                mine = waiting.creator == f"owner:{token_hash(token)}"
+            if not mine:
+                raise ApiError(403, "not_creator", "only the match's creator may cancel it")
+        if waiting is not None:
+            cancelled = await self.lobby.cancel(match_id)
+            if cancelled:
+                await release_match(self.redis, self.topo, match_id)
+                log.info("lobby match cancelled", match_id=match_id)
+                return Response.json({"match_id": match_id, "status": "cancelled"})
+        if not is_operator:
+            raise ApiError(
+                409, "match_started", "the match has started: its players resign or abort"
+            )
+        if await self.store.version(match_id) == 0:
+            raise ApiError(404, "no_match", f"no match {match_id!r}")
+        outcome, _ = await self._await(match_id, f"cancel:{match_id}", CancelMatch())
+        if outcome is not None and outcome.rejection is not None:
+            r = outcome.rejection
+            raise ApiError(409, "rejected", r.message, **_why(r))
+        log.info("match cancelled by the operator", match_id=match_id)
+        return Response.json({"match_id": match_id, "status": "cancelled"})
 
     async def list_matches(self, request: Request) -> Response:
         """GET /matches?status=open|live|finished."""
@@ -450,7 +862,7 @@ class Gateway:
 
     # -- streams -------------------------------------------------------------------------------
 
-    def _resume_point(self, request: Request) -> int | None:
+    def resume_point(self, request: Request) -> int | None:
         raw = request.query("after")
         if raw is None:
             raw = request.header(b"last-event-id")
@@ -473,7 +885,7 @@ class Gateway:
             raise ApiError(422, "invalid_query", "until is turn (or left out)")
         return until == "turn"
 
-    def _sse(self, request: Request) -> bool:
+    def wants_sse(self, request: Request) -> bool:
         fmt = request.query("format")
         if fmt is not None:
             if fmt not in ("ndjson", "sse"):
@@ -486,8 +898,8 @@ class Gateway:
         match_id = self._match_id(request)
         seat: int = request.params["seat"]
         await self._authorize(request, match_id, seat)
-        after = self._resume_point(request)
-        sse = self._sse(request)
+        after = self.resume_point(request)
+        sse = self.wants_sse(request)
         everything = self._everything(request)
         until_turn = self._until_turn(request)
         lease = await self.seat_streams.acquire(self.redis, f"{match_id}:{seat}")
@@ -502,8 +914,8 @@ class Gateway:
     async def spectate(self, request: Request) -> StreamResponse:
         """GET /matches/{id}/stream: the public view (C8), as it happens."""
         match_id = self._match_id(request)
-        after = self._resume_point(request)
-        sse = self._sse(request)
+        after = self.resume_point(request)
+        sse = self.wants_sse(request)
         everything = self._everything(request)
         if match_id not in self.hub.feeds:
             exists = await self.lobby.get(match_id) is not None
@@ -621,16 +1033,37 @@ class Gateway:
         return Response.json(openapi())
 
 
-def _command(body: PlayBody | DrawBody | PassBody, seat: int) -> Move:
+def _command(
+    body: PlayBody | DrawBody | PassBody | ResignBody | AbortBody, seat: int
+) -> Move | Resign | Abort:
     if isinstance(body, PlayBody):
         return PlayTile(seat=seat, tile=body.tile, end=body.end)
     if isinstance(body, DrawBody):
         return DrawTile(seat=seat)
+    if isinstance(body, ResignBody):
+        return Resign(seat=seat)
+    if isinstance(body, AbortBody):
+        return Abort(seat=seat)
     return PassTurn(seat=seat)
 
 
-def _same_move(event: AnyEvent, command: Move) -> bool:
+def _rated_key(rating: Any) -> str:
+    """The identity a ratings row is for (its account id, or house:<pool>)."""
+    return str(getattr(rating, "key", rating.name))
+
+
+def _bearer(request: Request, what: str = "the seat token") -> str:
+    """The request's bearer token; 401 when there is none."""
+    auth = request.header(b"authorization")
+    if not auth or not auth.startswith("Bearer ") or len(auth) > 200:
+        raise ApiError(401, "unauthorized", f"send {what} as 'Authorization: Bearer <token>'")
+    return auth[7:].strip()
+
+
+def _same_move(event: AnyEvent, command: Move | Resign | Abort) -> bool:
     """Whether the event an earlier command made is what ``command`` asks for."""
+    if isinstance(command, Resign | Abort):
+        return isinstance(event, MatchEnded | RoundEnded)
     if isinstance(command, PlayTile):
         return (
             isinstance(event, TilePlayed)
@@ -692,6 +1125,7 @@ def create_app(
     if not url:
         raise ValueError("the gateway needs a Redis: set REDIS_URL")
     gw = Gateway(settings, config or GatewaySettings(), url)
+    p = Players(gw)
     m = f"{API}/matches/{{match_id}}"
     routes = [
         Route("/healthz", Endpoint(gw.health), methods=["GET"]),
@@ -700,10 +1134,36 @@ def create_app(
         Route(f"{API}/matches", Endpoint(gw.create_match), methods=["POST"]),
         Route(f"{API}/seat", Endpoint(gw.whoami), methods=["GET"]),
         Route(m, Endpoint(gw.get_match), methods=["GET"]),
+        Route(m, Endpoint(gw.cancel_match), methods=["DELETE"]),
         Route(f"{m}/join", Endpoint(gw.join), methods=["POST"]),
         Route(f"{m}/stream", Endpoint(gw.spectate), methods=["GET"]),
         Route(f"{m}/seats/{{seat:int}}/stream", Endpoint(gw.seat_stream), methods=["GET"]),
         Route(f"{m}/seats/{{seat:int}}/moves", Endpoint(gw.move), methods=["POST"]),
+        Route(f"{API}/accounts", Endpoint(p.register), methods=["POST"]),
+        Route(f"{API}/accounts/{{name}}", Endpoint(p.public), methods=["GET"]),
+        Route(f"{API}/accounts/{{name}}/ban", Endpoint(p.ban), methods=["POST"]),
+        Route(f"{API}/accounts/{{name}}/unban", Endpoint(p.unban), methods=["POST"]),
+        Route(f"{API}/accounts/{{name}}/token", Endpoint(p.issue), methods=["POST"]),
+        Route(f"{API}/account", Endpoint(p.me), methods=["GET"]),
+        Route(f"{API}/account/token", Endpoint(p.rotate), methods=["POST"]),
+        Route(f"{API}/account/token", Endpoint(p.revoke), methods=["DELETE"]),
+        Route(f"{API}/account/stream", Endpoint(p.events), methods=["GET"]),
+        Route(f"{API}/account/play", Endpoint(p.play), methods=["GET"]),
+        Route(f"{API}/challenges", Endpoint(p.challenge), methods=["POST"]),
+        Route(f"{API}/challenges", Endpoint(p.challenges), methods=["GET"]),
+        Route(f"{API}/challenges/{{challenge_id}}/accept", Endpoint(p.accept), methods=["POST"]),
+        Route(f"{API}/challenges/{{challenge_id}}/decline", Endpoint(p.decline), methods=["POST"]),
+        Route(f"{API}/challenges/{{challenge_id}}/cancel", Endpoint(p.cancel), methods=["POST"]),
+        Route(f"{API}/seeks", Endpoint(p.seek), methods=["POST"]),
+        Route(f"{API}/seeks", Endpoint(p.seeks), methods=["GET"]),
+        Route(f"{API}/seeks/{{seek_id}}", Endpoint(p.withdraw), methods=["DELETE"]),
+        Route(f"{API}/arenas", Endpoint(p.create_arena), methods=["POST"]),
+        Route(f"{API}/arenas", Endpoint(p.arenas), methods=["GET"]),
+        Route(f"{API}/arenas/{{arena_id}}", Endpoint(p.arena), methods=["GET"]),
+        Route(f"{API}/arenas/{{arena_id}}/join", Endpoint(p.enter), methods=["POST"]),
+        Route(f"{API}/arenas/{{arena_id}}/leave", Endpoint(p.leave), methods=["POST"]),
+        Route(f"{API}/arenas/{{arena_id}}/start", Endpoint(p.start_arena), methods=["POST"]),
+        Route(f"{API}/arenas/{{arena_id}}/stream", Endpoint(p.arena_stream), methods=["GET"]),
     ]
     app = Starlette(
         routes=routes,

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Literal
 
 import msgspec
+from domino_sdk.protocol import AbortBody as AbortBody
 
 # the request bodies are the SDK's structs, re-exported for the gateway's handlers
 from domino_sdk.protocol import CreateBody as CreateBody
@@ -30,6 +31,7 @@ from domino_sdk.protocol import JoinBody as JoinBody
 from domino_sdk.protocol import MoveBody as MoveBody
 from domino_sdk.protocol import PassBody as PassBody
 from domino_sdk.protocol import PlayBody as PlayBody
+from domino_sdk.protocol import ResignBody as ResignBody
 from domino_sdk.protocol import RulesBody as RulesBody
 
 from engine.rules import Rules

@@ -1,4 +1,4 @@
-"""Which seat a token plays, remembered for a while by each gateway process.
+"""What a token opens (a seat, an account), remembered for a while by each gateway process.
 
 A token is looked up in Redis once, then served from here for ``ttl_s`` seconds, so a token
 that expires or is revoked in Redis stops working here too within that time; the cache holds
@@ -10,10 +10,14 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
 
 
-class SeatCache:
-    """Token hash -> (match id, seat), each entry good for ``ttl_s`` seconds."""
+class SeatCache(Generic[T]):
+    """Token hash -> what it opens (a seat, an account), each entry good for ``ttl_s``
+    seconds."""
 
     def __init__(
         self, ttl_s: float = 30.0, size: int = 100_000, clock: Callable[[], float] = time.monotonic
@@ -21,12 +25,12 @@ class SeatCache:
         self.ttl_s = ttl_s
         self.size = size
         self.clock = clock
-        self._seats: OrderedDict[str, tuple[float, tuple[str, int]]] = OrderedDict()
+        self._seats: OrderedDict[str, tuple[float, T]] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._seats)
 
-    def get(self, digest: str) -> tuple[str, int] | None:
+    def get(self, digest: str) -> T | None:
         """The seat of a token hash, unless it was never looked up or its time is up."""
         found = self._seats.get(digest)
         if found is None:
@@ -38,7 +42,7 @@ class SeatCache:
         self._seats.move_to_end(digest)
         return seat
 
-    def put(self, digest: str, seat: tuple[str, int]) -> None:
+    def put(self, digest: str, seat: T) -> None:
         """Remember a token hash's seat for ``ttl_s`` seconds."""
         self._seats[digest] = (self.clock() + self.ttl_s, seat)
         self._seats.move_to_end(digest)

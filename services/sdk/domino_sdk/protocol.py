@@ -145,8 +145,21 @@ class PassBody(_MoveBody, frozen=True, tag="pass_turn"):
     seat: int | None = None
 
 
-MoveBody = PlayBody | DrawBody | PassBody
-"""A move as posted: exactly what a seat's ``view.legal`` lists, seat optional."""
+class ResignBody(_MoveBody, frozen=True, tag="resign"):
+    """Concede the match for the seat's side; allowed at any time, on any turn."""
+
+    seat: int | None = None
+
+
+class AbortBody(_MoveBody, frozen=True, tag="abort"):
+    """Call the match off, unrated: only while the seat's side has made no move of its own."""
+
+    seat: int | None = None
+
+
+MoveBody = PlayBody | DrawBody | PassBody | ResignBody | AbortBody
+"""What a seat posts: a move exactly as its ``view.legal`` lists it, or resign / abort; the
+seat is optional."""
 
 
 class RulesBody(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -167,7 +180,8 @@ class CreateBody(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     seats: list[str | None]
     rules: RulesBody = msgspec.field(default_factory=RulesBody)
     names: list[str] | None = None
-    deadline_ms: int = 0
+    deadline_ms: int | None = None  # each turn's limit; None: the gateway's default
+    max_rounds: int | None = None  # end after this many rounds; None: the gateway's cap
 
 
 class JoinBody(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
