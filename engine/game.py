@@ -116,7 +116,7 @@ def _create(state: MatchState | None, command: CreateMatch) -> list[AnyEvent] | 
     try:
         command.rules.validate()
     except RulesError as e:
-        return _reject("bad_rules", "C1", str(e))
+        return _reject("bad_rules", e.rule, str(e))
     players = command.players
     if len(players) != command.rules.players:
         return _reject(

@@ -41,7 +41,12 @@ DEFAULT_TARGET: dict[str, int] = {"express": 100, "straight": 250}  # E6, S7
 
 
 class RulesError(ValueError):
-    """Raised when a rule set names an impossible combination of options."""
+    """Raised when a rule set names an impossible combination of options; ``rule`` is the rule
+    of RULES.md it breaks ("-" when none names the option)."""
+
+    def __init__(self, message: str, rule: str = "-") -> None:
+        super().__init__(message)
+        self.rule = rule
 
 
 class Rules(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -95,13 +100,18 @@ class Rules(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
         if self.family not in DEFAULT_TARGET:
             raise RulesError(f"unknown family {self.family!r}: use express or straight")
         if self.players not in (2, 3, 4):
-            raise RulesError(f"players must be 2, 3 or 4 (C3), not {self.players}")
+            raise RulesError(f"players must be 2, 3 or 4 (C3), not {self.players}", "C3")
         if self.partners and self.players != 4:
-            raise RulesError("partners needs exactly 4 players (C3)")
+            raise RulesError("partners needs exactly 4 players (C3)", "C3")
         if self.top not in SET_SIZES:
-            raise RulesError(f"set must be double-6, double-9 or double-12 (C1), not {self.top}")
+            raise RulesError(
+                f"set must be double-6, double-9 or double-12 (C1), not {self.top}", "C1"
+            )
         if not 0 < self.target <= 1_000_000:
-            raise RulesError(f"target must be a positive number of points, not {self.target}")
+            raise RulesError(
+                f"target must be a positive number of points, not {self.target}",
+                "E6" if self.family == "express" else "S7",
+            )
         if self.next_leader not in ("after_winner", "rotate"):
             raise RulesError(f"next_leader must be after_winner or rotate, not {self.next_leader}")
 

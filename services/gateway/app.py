@@ -614,7 +614,7 @@ class Gateway:
                 reveal_stock=body.reveal_stock,
             )
         except RulesError as e:
-            raise ApiError(422, "rejected", str(e), reason="bad_rules", rule=_rule_of(e)) from None
+            raise ApiError(422, "rejected", str(e), reason="bad_rules", rule=e.rule) from None
         if rules.target > self.config.max_target:
             raise ApiError(
                 422,
@@ -1081,16 +1081,6 @@ def _option(choices: Mapping[str, T], name: str, value: str) -> T:
     if choice is None:
         raise RulesError(f"{name} must be {' or '.join(choices)}, not {value!r}")
     return choice
-
-
-_CITED = re.compile(r"\(([CES]\d+)\)")
-
-
-def _rule_of(e: RulesError) -> str:
-    """The rule a rule set breaks, as the engine's message cites it (players and partners C3,
-    the set C1); "-" when it cites none."""
-    cited = _CITED.search(str(e))
-    return cited.group(1) if cited else "-"
 
 
 def _first(done: bytes) -> int:
