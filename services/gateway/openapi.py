@@ -1,7 +1,13 @@
 """The gateway's OpenAPI 3.1 document: paths written here, every schema generated from the
-structs the gateway encodes and decodes (msgspec, services/gateway/protocol.py), so the
-document cannot drift from the wire; tests/gateway/test_protocol_fixes.py checks real answers
-against it, body and headers."""
+structs the gateway encodes and decodes (msgspec: services/gateway/protocol.py, and the request
+bodies of services/gateway/players.py), so the document cannot drift from the wire.
+
+Each error status of a path pins the ``error`` codes it may carry, and each 429 the limits it
+may name, in its schema, so a client can switch on them and a test can hold the gateway to
+them: tests/gateway/test_protocol_fixes.py (matches, seats, moves, streams) and
+tests/gateway/test_openapi_accounts.py (accounts, challenges, seeks, arenas, cancel, resign)
+check real answers against the document, body and headers.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +17,17 @@ from typing import Any, get_args
 import msgspec
 
 from events.model import MatchEnded, RoundEnded, TurnTimedOut
+from services.gateway.players import ArenaBody, ChallengeBody, EntrantBody, RegisterBody, SeekBody
 from services.gateway.protocol import (
     API,
+    AccountAnswer,
+    AccountLine,
+    ArenaAnswer,
+    ArenaLine,
+    ArenaList,
+    Cancelled,
+    ChallengeAnswer,
+    ChallengeList,
     CreateBody,
     Created,
     Error,
@@ -23,14 +38,23 @@ from services.gateway.protocol import (
     LimitError,
     MatchDetail,
     MatchInfo,
+    Me,
     MoveAnswer,
     MoveBody,
+    PlayLine,
+    Registered,
     RejectedError,
     SeatOf,
+    SeekAnswer,
+    SeekList,
     Snapshot,
+    TokenAnswer,
     TooLargeError,
     TurnLine,
+    Withdrawn,
 )
+from services.lobby.arena import FORMATS
+from services.lobby.seeks import KINDS
 from services.projections.projector import Summary
 
 _REF = "#/components/schemas/{name}"
@@ -48,6 +72,7 @@ _STRUCTS: list[Any] = [
     Summary,
     SeatOf,
     MoveAnswer,
+    Cancelled,
     Health,
     Error,
     RejectedError,
@@ -56,6 +81,26 @@ _STRUCTS: list[Any] = [
     TurnTimedOut,
     RoundEnded,
     MatchEnded,
+    # bots as players
+    RegisterBody,
+    ChallengeBody,
+    SeekBody,
+    ArenaBody,
+    EntrantBody,
+    Registered,
+    AccountAnswer,
+    TokenAnswer,
+    Me,
+    ChallengeAnswer,
+    ChallengeList,
+    SeekAnswer,
+    SeekList,
+    Withdrawn,
+    ArenaAnswer,
+    ArenaList,
+    AccountLine,
+    PlayLine,
+    ArenaLine,
 ]
 
 
@@ -70,10 +115,25 @@ def _json(description: str, schema: dict[str, Any], **extra: Any) -> dict[str, A
     return {"description": description, "content": {"application/json": content}, **extra}
 
 
-def _error(description: str, *codes: str, schema: str = "Error") -> dict[str, Any]:
-    """An error answer; ``codes`` are the ``error`` codes it may carry."""
-    listed = f" (`error`: {', '.join(codes)})" if codes else ""
-    return _json(description + listed, _ref(schema))
+def _coded(*codes: str) -> dict[str, Any]:
+    """An ``Error`` whose ``error`` is one of ``codes``."""
+    return {"allOf": [_ref("Error"), {"properties": {"error": {"enum": list(codes)}}}]}
+
+
+def _listed(description: str, codes: tuple[str, ...]) -> str:
+    return description + (f" (`error`: {', '.join(codes)})" if codes else "")
+
+
+def _error(description: str, *codes: str, **extra: Any) -> dict[str, Any]:
+    """An error answer: an ``Error`` whose ``error`` is one of ``codes``."""
+    return _json(_listed(description, codes), _coded(*codes), **extra)
+
+
+def _refused(description: str, *codes: str, **extra: Any) -> dict[str, Any]:
+    """An error answer: the engine's refusal (``RejectedError``, with its reason and rule), or
+    an ``Error`` whose ``error`` is one of ``codes``."""
+    schema = {"anyOf": [_ref("RejectedError"), _coded(*codes)]} if codes else _ref("RejectedError")
+    return _json(_listed(description, ("rejected", *codes)), schema, **extra)
 
 
 _RATE_HEADERS = {
@@ -82,11 +142,14 @@ _RATE_HEADERS = {
 }
 
 
-def _limited(limit: str, retry_after: float) -> dict[str, Any]:
-    """429 over ``limit``: the body names it; Retry-After and RateLimit-* headers say when."""
+def _limited(limit: str, retry_after: float, *also: str) -> dict[str, Any]:
+    """429 over ``limit`` (or one of ``also``): the body names it; Retry-After and RateLimit-*
+    headers say when. The example is ``limit``'s."""
+    names = [limit, *also]
+    listed = ", ".join(f"`{n}`" for n in names)
     return _json(
-        f"over the `{limit}` limit: retry after `Retry-After` seconds",
-        _ref("LimitError"),
+        f"over a limit ({listed}): retry after `Retry-After` seconds",
+        {"allOf": [_ref("LimitError"), {"properties": {"limit": {"enum": names}}}]},
         headers={"Retry-After": {"$ref": "#/components/headers/Retry-After"}, **_RATE_HEADERS},
         example={
             "error": "rate_limited",
@@ -97,34 +160,76 @@ def _limited(limit: str, retry_after: float) -> dict[str, Any]:
     )
 
 
+def _body(component: str, required: bool = True) -> dict[str, Any]:
+    return {"required": required, "content": {"application/json": {"schema": _ref(component)}}}
+
+
 _UNAVAILABLE = _error("Redis is unreachable: retry", "unavailable")
-_TOO_LARGE = _error("the body is over `max` bytes", "body_too_large", schema="TooLargeError")
+_TOO_LARGE = _json("the body is over `max` bytes (`error`: body_too_large)", _ref("TooLargeError"))
 _NOT_JSON = _error(
     "a body declared as a form or plain text: send JSON as application/json",
     "unsupported_media_type",
 )
+_BAD_BODY = ("bad_json", "bad_request")  # not JSON; a Content-Length that is no number
+
+# who may call: Authorization: Bearer <token> of one of these schemes
 _TOKEN: list[dict[str, list[str]]] = [{"seatToken": []}]
+_SEAT: list[dict[str, list[str]]] = [{"seatToken": []}, {"accountToken": []}]
+_ACCOUNT: list[dict[str, list[str]]] = [{"accountToken": []}]
+_MAYBE_ACCOUNT: list[dict[str, list[str]]] = [{}, {"accountToken": []}]
+_OPERATOR: list[dict[str, list[str]]] = [{"operatorToken": []}]
+_NO_ACCOUNT = _error(
+    "no account token (dab_...), or an unknown, rotated or revoked one", "unauthorized"
+)
+_BANNED = _error("the account is banned", "account_banned")
+_NO_OPERATOR = _error("no token", "unauthorized")
+_NOT_OPERATOR = _error("not the operator's token", "not_operator")
+_GUESSING = _limited("auth_failures", 5.0)  # too many unknown tokens from this address
+
+
+def _path(name: str, description: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "in": "path",
+        "required": True,
+        "description": description,
+        "schema": {"type": "string"},
+    }
+
+
 _MATCH = {"name": "match_id", "in": "path", "required": True, "schema": {"type": "string"}}
-_SEAT = {"name": "seat", "in": "path", "required": True, "schema": {"type": "integer"}}
-_STREAM_PARAMS = [
-    {
+_SEAT_NO = {"name": "seat", "in": "path", "required": True, "schema": {"type": "integer"}}
+_NAME = _path("name", "an account's name (or one too like it: names are unique by how they look)")
+_CHALLENGE = _path("challenge_id", "c- and 12 hex digits")
+_SEEK = _path("seek_id", "s- and 12 hex digits")
+_ARENA = _path("arena_id", "a- and hex digits")
+
+
+def _after(what: str) -> dict[str, Any]:
+    return {
         "name": "after",
         "in": "query",
-        "description": "resume: send the events after this id (a match version), no snapshot",
+        "description": f"resume: send the lines after this id ({what})",
         "schema": {"type": "integer", "minimum": 0},
-    },
-    {
-        "name": "Last-Event-ID",
-        "in": "header",
-        "description": "resume, as `after` (the query parameter wins when both are given)",
-        "schema": {"type": "string"},
-    },
-    {
-        "name": "format",
-        "in": "query",
-        "description": "ndjson (default) or sse; `Accept: text/event-stream` also picks sse",
-        "schema": {"enum": ["ndjson", "sse"]},
-    },
+    }
+
+
+_LAST_EVENT_ID = {
+    "name": "Last-Event-ID",
+    "in": "header",
+    "description": "resume, as `after` (the query parameter wins when both are given)",
+    "schema": {"type": "string"},
+}
+_FORMAT = {
+    "name": "format",
+    "in": "query",
+    "description": "ndjson (default) or sse; `Accept: text/event-stream` also picks sse",
+    "schema": {"enum": ["ndjson", "sse"]},
+}
+_STREAM_PARAMS = [
+    _after("a match version, no snapshot"),
+    _LAST_EVENT_ID,
+    _FORMAT,
     {
         "name": "events",
         "in": "query",
@@ -142,16 +247,24 @@ _UNTIL = {
 }
 
 
-def _stream(what: str) -> dict[str, Any]:
+def _lines(description: str, component: str) -> dict[str, Any]:
+    """200 with a stream: one ``component`` a line, as NDJSON or server-sent events."""
     return {
-        "description": f"{what}: one JSON object a line (`Line`; with events=minimal, "
-        "`MinimalLine`); a blank line is a keep-alive. As server-sent events each line is "
-        "an event whose `id` is the line's id, `event` its type and `data` the object.",
+        "description": f"{description}; a blank line (an SSE comment) is a keep-alive",
         "content": {
-            "application/x-ndjson": {"schema": _ref("Line")},
+            "application/x-ndjson": {"schema": _ref(component)},
             "text/event-stream": {"schema": {"type": "string"}},
         },
     }
+
+
+def _stream(what: str) -> dict[str, Any]:
+    return _lines(
+        f"{what}: one JSON object a line (`Line`; with events=minimal, `MinimalLine`). As "
+        "server-sent events each line is an event whose `id` is the line's id, `event` its "
+        "type and `data` the object",
+        "Line",
+    )
 
 
 def _paths() -> dict[str, Any]:
@@ -178,24 +291,36 @@ def _paths() -> dict[str, Any]:
             },
             "post": {
                 "summary": "Create a match: a house bot pool per seat, or null for an open seat",
-                "requestBody": {
-                    "required": True,
-                    "content": {"application/json": {"schema": _ref("CreateBody")}},
-                },
+                "description": "With an account token the account is the match's creator; "
+                "without one the answer's `owner_token` (shown once) is, and cancels it "
+                "(DELETE) while it waits for players.",
+                "security": _MAYBE_ACCOUNT,
+                "requestBody": _body("CreateBody"),
                 "responses": {
                     "201": _json(
                         "created; it starts when every open seat is taken", _ref("Created")
                     ),
-                    "400": _error("not JSON", "bad_json"),
+                    "400": _error("not JSON", *_BAD_BODY),
+                    "401": _NO_ACCOUNT,
+                    "403": _BANNED,
+                    "409": _refused(
+                        "a house pool no worker serves, or (every seat a house bot's) the "
+                        "referee refused to create it",
+                        "pool_unavailable",
+                    ),
                     "413": _TOO_LARGE,
                     "415": _NOT_JSON,
-                    "422": _json(
-                        "JSON of the wrong shape (`Error`, `invalid_match`), or rules the "
-                        "engine will not play (`RejectedError`: `bad_rules`, `bad_players`, "
-                        "with the rule, e.g. C3 for the player count)",
-                        {"anyOf": [_ref("RejectedError"), _ref("Error")]},
+                    "422": _refused(
+                        "JSON of the wrong shape, a bad name or an unknown pool (`Error`), or "
+                        "rules the engine will not play (`RejectedError`: `bad_rules`, "
+                        "`bad_players`, with the rule, e.g. C3 for the player count)",
+                        "invalid_match",
+                        "invalid_name",
+                        "unknown_pool",
                     ),
-                    "429": _limited("lobby_per_second", 0.2),
+                    "429": _limited(
+                        "lobby_per_second", 0.2, "open_matches_per_client", "auth_failures"
+                    ),
                     "503": _UNAVAILABLE,
                 },
             },
@@ -209,24 +334,67 @@ def _paths() -> dict[str, Any]:
                     "404": _error("no such match", "no_match"),
                     "503": _UNAVAILABLE,
                 },
-            }
+            },
+            "delete": {
+                "summary": "Cancel a match: its creator while it waits for players; the "
+                "operator at any time (a started match ends unrated, reason cancelled)",
+                "description": "The creator is the account that created it (its account "
+                "token) or, for a match created without one, the bearer of its "
+                "`owner_token`.",
+                "security": [{"accountToken": []}, {"ownerToken": []}, {"operatorToken": []}],
+                "parameters": [_MATCH],
+                "responses": {
+                    "200": _json("cancelled", _ref("Cancelled")),
+                    "401": _error(
+                        "no token, or an unknown, rotated or revoked account token",
+                        "unauthorized",
+                    ),
+                    "403": _error(
+                        "not the match's creator, or a banned account",
+                        "not_creator",
+                        "account_banned",
+                    ),
+                    "404": _error("no such match (for its creator: in the lobby)", "no_match"),
+                    "409": _refused(
+                        "it has started (only the operator ends a started match: its players "
+                        "resign or abort), or the referee refused the operator's cancel",
+                        "match_started",
+                    ),
+                    "429": _GUESSING,
+                    "503": _UNAVAILABLE,
+                },
+            },
         },
         f"{m}/join": {
             "post": {
                 "summary": "Take an open seat; the answer holds the seat token, shown only once",
+                "description": "With an account token the seat is the account's: it plays "
+                "under the account's name and rating, and the account token opens it too.",
+                "security": _MAYBE_ACCOUNT,
                 "parameters": [_MATCH],
-                "requestBody": {"content": {"application/json": {"schema": _ref("JoinBody")}}},
+                "requestBody": _body("JoinBody", required=False),
                 "responses": {
                     "201": _json("seated", _ref("Joined")),
-                    "400": _error("not JSON", "bad_json"),
+                    "400": _error("not JSON", *_BAD_BODY),
+                    "401": _NO_ACCOUNT,
+                    "403": _BANNED,
                     "404": _error("no such match or seat", "no_match", "no_such_seat"),
-                    "409": _error(
-                        "the seat is not to be had", "seat_taken", "seat_is_house_bot", "match_full"
+                    "409": _refused(
+                        "the seat is not to be had, the account plays its most matches at "
+                        "once, or (the last seat taken) the referee refused to create it",
+                        "seat_taken",
+                        "seat_is_house_bot",
+                        "match_full",
+                        "too_many_matches",
                     ),
                     "413": _TOO_LARGE,
                     "415": _NOT_JSON,
-                    "422": _error("JSON of the wrong shape, or a bad name", "invalid_join"),
-                    "429": _limited("lobby_per_second", 0.2),
+                    "422": _error(
+                        "JSON of the wrong shape, or a bad name", "invalid_join", "invalid_name"
+                    ),
+                    "429": _limited(
+                        "lobby_per_second", 0.2, "waiting_seats_per_client", "auth_failures"
+                    ),
                     "503": _UNAVAILABLE,
                 },
             }
@@ -238,6 +406,8 @@ def _paths() -> dict[str, Any]:
                 "responses": {
                     "200": _json("the token's seat", _ref("SeatOf")),
                     "401": _error("no token, or an unknown one", "unauthorized"),
+                    "429": _GUESSING,
+                    "503": _UNAVAILABLE,
                 },
             }
         },
@@ -245,27 +415,38 @@ def _paths() -> dict[str, Any]:
             "get": {
                 "summary": "The seat's stream: a snapshot (and a turn line on its move), then "
                 "its events and turns, as the seat may see them (C8)",
-                "security": _TOKEN,
-                "parameters": [_MATCH, _SEAT, *_STREAM_PARAMS, _UNTIL],
+                "security": _SEAT,
+                "parameters": [_MATCH, _SEAT_NO, *_STREAM_PARAMS, _UNTIL],
                 "responses": {
                     "200": _stream("the seat's lines"),
                     "400": _error("a resume point that is no id of the match", "bad_resume"),
                     "401": _error("no token, or an unknown one", "unauthorized"),
-                    "403": _error("a token for another match or seat", "wrong_match", "wrong_seat"),
+                    "403": _error(
+                        "a token for another match or seat, or an account that does not hold "
+                        "it or is banned",
+                        "wrong_match",
+                        "wrong_seat",
+                        "not_your_seat",
+                        "account_banned",
+                    ),
                     "404": _error("no such match", "no_match"),
                     "422": _error("an unknown format, events or until", "invalid_query"),
-                    "429": _limited("streams_per_token", 1.0),
+                    "429": _limited("streams_per_token", 1.0, "auth_failures"),
                     "503": _UNAVAILABLE,
                 },
             }
         },
         f"{m}/seats/{{seat}}/moves": {
             "post": {
-                "summary": "Play, draw or pass: the answer says accepted, or why not",
-                "security": _TOKEN,
+                "summary": "Play, draw or pass, resign or abort: the answer says accepted, or "
+                "why not",
+                "description": "`resign` concedes the match for the seat's side at any time; "
+                "`abort` calls it off, unrated, while the seat's side has made no move of its "
+                "own (else 409 `too_late_to_abort`).",
+                "security": _SEAT,
                 "parameters": [
                     _MATCH,
-                    _SEAT,
+                    _SEAT_NO,
                     {
                         "name": "Idempotency-Key",
                         "in": "header",
@@ -275,10 +456,7 @@ def _paths() -> dict[str, Any]:
                         "schema": {"type": "string", "pattern": "^[A-Za-z0-9._:-]{1,64}$"},
                     },
                 ],
-                "requestBody": {
-                    "required": True,
-                    "content": {"application/json": {"schema": _ref("Move")}},
-                },
+                "requestBody": _body("Move"),
                 "responses": {
                     "200": _json(
                         "applied (`replayed`: an earlier post with this key applied it)",
@@ -287,17 +465,24 @@ def _paths() -> dict[str, Any]:
                     ),
                     "400": _error(
                         "not JSON, or a missing or bad Idempotency-Key",
-                        "bad_json",
+                        *_BAD_BODY,
                         "missing_idempotency_key",
                         "bad_idempotency_key",
                     ),
                     "401": _error("no token, or an unknown one", "unauthorized"),
-                    "403": _error("a token for another match or seat", "wrong_match", "wrong_seat"),
-                    "409": _json(
+                    "403": _error(
+                        "a token for another match or seat, or an account that does not hold "
+                        "it or is banned",
+                        "wrong_match",
+                        "wrong_seat",
+                        "not_your_seat",
+                        "account_banned",
+                    ),
+                    "409": _refused(
                         "refused by the referee (`RejectedError`: the engine's reason and "
-                        "rule; the log is unchanged), or the key was applied to another move "
-                        "(`Error`: idempotency_key_reused)",
-                        {"anyOf": [_ref("RejectedError"), _ref("Error")]},
+                        "rule, e.g. not_your_turn C4, too_late_to_abort; the log is "
+                        "unchanged), or the key was applied to another move (`Error`)",
+                        "idempotency_key_reused",
                         example={
                             "error": "rejected",
                             "reason": "not_your_turn",
@@ -311,7 +496,7 @@ def _paths() -> dict[str, Any]:
                     "422": _error(
                         "not a move: an unknown type, field or field type", "invalid_move"
                     ),
-                    "429": _limited("moves_per_second", 0.05),
+                    "429": _limited("moves_per_second", 0.05, "rejected_moves", "auth_failures"),
                     "503": _UNAVAILABLE,
                     "504": _error(
                         "no answer in time: send it again with the same key",
@@ -346,6 +531,467 @@ def _paths() -> dict[str, Any]:
     }
 
 
+def _as_account(answers: dict[str, Any]) -> dict[str, Any]:
+    """The answers of a call made with an account token: ``answers`` by status, over the
+    account's own (401, 403 banned, 429 too many unknown tokens, 503)."""
+    own = {"401": _NO_ACCOUNT, "403": _BANNED, "429": _GUESSING, "503": _UNAVAILABLE}
+    return dict(sorted({**own, **answers}.items()))
+
+
+def _as_operator(answers: dict[str, Any]) -> dict[str, Any]:
+    """The answers of an operator's call: ``answers`` by status, over 401, 403 and 503."""
+    own = {"401": _NO_OPERATOR, "403": _NOT_OPERATOR, "503": _UNAVAILABLE}
+    return dict(sorted({**own, **answers}.items()))
+
+
+_BODY_ERRORS = {  # reading a JSON body; its 422 is each path's own
+    "400": _error("not JSON", *_BAD_BODY),
+    "413": _TOO_LARGE,
+    "415": _NOT_JSON,
+}
+
+
+def _player_paths() -> dict[str, Any]:
+    """The routes for bots as players: accounts, their streams, challenges, seeks, arenas."""
+    name = f"{API}/accounts/{{name}}"
+    challenge = f"{API}/challenges/{{challenge_id}}"
+    arena = f"{API}/arenas/{{arena_id}}"
+    no_account = _error("no account of that name", "no_account")
+    no_challenge = _error("no such challenge that names this account", "no_challenge")
+    closed = _error("the challenge is no longer open", "challenge_closed")
+    no_arena = _error("no such arena", "no_arena")
+    busy = _error(
+        "Redis is unreachable, or the arena changed too often to update: retry",
+        "unavailable",
+        "arena_busy",
+    )
+    bad_resume = _error("`after` / Last-Event-ID is not an id: 0, 1, 2, ...", "bad_resume")
+    bad_format = _error("an unknown format", "invalid_query")
+    return {
+        f"{API}/accounts": {
+            "post": {
+                "summary": "Register an account: its token is in the answer, shown only once",
+                "requestBody": _body("RegisterBody"),
+                "responses": {
+                    "201": _json("registered", _ref("Registered")),
+                    "400": _error("not JSON", *_BAD_BODY),
+                    "409": _error("the name, or one too like it, is taken", "name_taken"),
+                    "413": _TOO_LARGE,
+                    "415": _NOT_JSON,
+                    "422": _error(
+                        "JSON of the wrong shape, or a name that may not be registered (2-20 "
+                        "of A-Z a-z 0-9 _ -, not a house pool's or the service's own word)",
+                        "invalid_account",
+                        "bad_name",
+                        "reserved_name",
+                    ),
+                    "429": _limited("lobby_per_second", 0.2),
+                    "503": _UNAVAILABLE,
+                },
+            }
+        },
+        name: {
+            "get": {
+                "summary": "What anyone may know of an account",
+                "parameters": [_NAME],
+                "responses": {
+                    "200": _json("the account", _ref("AccountAnswer")),
+                    "404": no_account,
+                    "503": _UNAVAILABLE,
+                },
+            }
+        },
+        f"{name}/ban": {
+            "post": {
+                "summary": "Ban an account (operator): its calls answer 403, its seeks leave "
+                "the queue; its matches go on and time out",
+                "security": _OPERATOR,
+                "parameters": [_NAME],
+                "responses": _as_operator(
+                    {"200": _json("banned", _ref("AccountAnswer")), "404": no_account}
+                ),
+            }
+        },
+        f"{name}/unban": {
+            "post": {
+                "summary": "Lift an account's ban (operator)",
+                "security": _OPERATOR,
+                "parameters": [_NAME],
+                "responses": _as_operator(
+                    {"200": _json("no longer banned", _ref("AccountAnswer")), "404": no_account}
+                ),
+            }
+        },
+        f"{name}/token": {
+            "post": {
+                "summary": "Issue an account a new token (operator), shown once; the old one "
+                "stops working",
+                "security": _OPERATOR,
+                "parameters": [_NAME],
+                "responses": _as_operator(
+                    {"200": _json("the new token", _ref("Registered")), "404": no_account}
+                ),
+            }
+        },
+        f"{API}/account": {
+            "get": {
+                "summary": "The account, its live matches, its seeks and its latest event id",
+                "security": _ACCOUNT,
+                "responses": _as_account({"200": _json("the account", _ref("Me"))}),
+            }
+        },
+        f"{API}/account/token": {
+            "post": {
+                "summary": "Rotate the token: a new one, shown once; the old one stops working "
+                "(within 5 s on every gateway)",
+                "security": _ACCOUNT,
+                "responses": _as_account({"200": _json("the new token", _ref("TokenAnswer"))}),
+            },
+            "delete": {
+                "summary": "Revoke the token: it stops working, and only the operator can "
+                "issue another",
+                "security": _ACCOUNT,
+                "responses": _as_account({"204": {"description": "revoked"}}),
+            },
+        },
+        f"{API}/account/stream": {
+            "get": {
+                "summary": "The account's events: a fresh stream begins with a `state` line, "
+                "then challenges, matches starting and ending, seeks expiring",
+                "security": _ACCOUNT,
+                "parameters": [
+                    _after("an event id of the account, no state line"),
+                    _LAST_EVENT_ID,
+                    _FORMAT,
+                ],
+                "responses": _as_account(
+                    {
+                        "200": _lines(
+                            "one `AccountLine` a line, each with its `id` on the account's "
+                            "stream (the latest 1,000 are kept); as server-sent events its "
+                            "`id` is the line's and `event` its type",
+                            "AccountLine",
+                        ),
+                        "400": bad_resume,
+                        "422": bad_format,
+                        "429": _limited("streams_per_account", 1.0, "auth_failures"),
+                    }
+                ),
+            }
+        },
+        f"{API}/account/play": {
+            "get": {
+                "summary": "Every seat the account holds on one connection: each seat "
+                "stream's line wrapped with its match and seat; new matches join as they start",
+                "security": _ACCOUNT,
+                "parameters": [_FORMAT],
+                "responses": _as_account(
+                    {
+                        "200": _lines(
+                            "one `PlayLine` a line; each live seat starts with its snapshot "
+                            "(and its turn line, on its move). As server-sent events each is "
+                            "an event `seat` (no id: resume by reconnecting)",
+                            "PlayLine",
+                        ),
+                        "422": bad_format,
+                        "429": _limited("streams_per_account", 1.0, "auth_failures"),
+                    }
+                ),
+            }
+        },
+        f"{API}/challenges": {
+            "post": {
+                "summary": "Challenge named accounts: the challenger sits at seat 0, the "
+                "challenged in the order named; the match starts when the last one accepts",
+                "security": _ACCOUNT,
+                "requestBody": _body("ChallengeBody"),
+                "responses": _as_account(
+                    {
+                        "201": _json(
+                            "made; those named get a `challenge` event", _ref("ChallengeAnswer")
+                        ),
+                        **_BODY_ERRORS,
+                        "404": _error("no account of a name given", "no_account"),
+                        "409": _error(
+                            "an account named is banned, or the challenger plays its most "
+                            "matches at once",
+                            "account_banned",
+                            "too_many_matches",
+                        ),
+                        "422": _refused(
+                            "JSON of the wrong shape, a bad deadline_ms, or opponents that do not "
+                            "fill the rules' seats or repeat (`Error`), or rules the engine will "
+                            "not play (`RejectedError`: bad_rules, with the rule)",
+                            "invalid_challenge",
+                            "invalid_match",
+                            "bad_players",
+                        ),
+                        "429": _limited("lobby_per_second", 0.2, "auth_failures"),
+                    }
+                ),
+            },
+            "get": {
+                "summary": "The account's challenges, made and received (open, or closed "
+                "within the hour), newest first",
+                "security": _ACCOUNT,
+                "responses": _as_account({"200": _json("the challenges", _ref("ChallengeList"))}),
+            },
+        },
+        f"{challenge}/accept": {
+            "post": {
+                "summary": "Accept a challenge made to the account; the last acceptance starts "
+                "the match (`match_id` in the answer, `match_started` on every account's stream)",
+                "security": _ACCOUNT,
+                "parameters": [_CHALLENGE],
+                "responses": _as_account(
+                    {
+                        "200": _json("accepted", _ref("ChallengeAnswer")),
+                        "403": _error(
+                            "the challenge was not made to this account, or the account is banned",
+                            "not_challenged",
+                            "account_banned",
+                        ),
+                        "404": no_challenge,
+                        "409": _refused(
+                            "closed (answered, withdrawn, expired), the account plays its most "
+                            "matches at once, an account of it is gone, or the referee refused to "
+                            "create the match",
+                            "challenge_closed",
+                            "too_many_matches",
+                            "challenge_failed",
+                        ),
+                    }
+                ),
+            }
+        },
+        f"{challenge}/decline": {
+            "post": {
+                "summary": "Decline a challenge made to the account: it is closed",
+                "security": _ACCOUNT,
+                "parameters": [_CHALLENGE],
+                "responses": _as_account(
+                    {
+                        "200": _json("declined", _ref("ChallengeAnswer")),
+                        "403": _error(
+                            "the challenge was not made to this account, or the account is banned",
+                            "not_yours",
+                            "account_banned",
+                        ),
+                        "404": no_challenge,
+                        "409": closed,
+                    }
+                ),
+            }
+        },
+        f"{challenge}/cancel": {
+            "post": {
+                "summary": "Withdraw a challenge the account made",
+                "security": _ACCOUNT,
+                "parameters": [_CHALLENGE],
+                "responses": _as_account(
+                    {
+                        "200": _json("withdrawn", _ref("ChallengeAnswer")),
+                        "403": _error(
+                            "the challenge is another account's, or the account is banned",
+                            "not_yours",
+                            "account_banned",
+                        ),
+                        "404": no_challenge,
+                        "409": closed,
+                    }
+                ),
+            }
+        },
+        f"{API}/seeks": {
+            "post": {
+                "summary": "Wait for a game of a kind; the match comes as `match_started` on "
+                "the account stream (house bots fill the seats left after a while)",
+                "security": _ACCOUNT,
+                "requestBody": _body("SeekBody"),
+                "responses": _as_account(
+                    {
+                        "200": _json(
+                            "the account's seek of that kind, already waiting", _ref("SeekAnswer")
+                        ),
+                        "201": _json("queued", _ref("SeekAnswer")),
+                        **_BODY_ERRORS,
+                        "422": _error(
+                            "JSON of the wrong shape, or a kind there is none of",
+                            "invalid_seek",
+                            "unknown_kind",
+                        ),
+                        "409": _error(
+                            "the account plays its most matches at once", "too_many_matches"
+                        ),
+                    }
+                ),
+            },
+            "get": {
+                "summary": "The account's waiting seeks",
+                "security": _ACCOUNT,
+                "responses": _as_account({"200": _json("the seeks", _ref("SeekList"))}),
+            },
+        },
+        f"{API}/seeks/{{seek_id}}": {
+            "delete": {
+                "summary": "Withdraw a waiting seek",
+                "security": _ACCOUNT,
+                "parameters": [_SEEK],
+                "responses": _as_account(
+                    {
+                        "200": _json("withdrawn", _ref("Withdrawn")),
+                        "404": _error("no waiting seek of the account by that id", "no_seek"),
+                    }
+                ),
+            }
+        },
+        f"{API}/arenas": {
+            "post": {
+                "summary": "Create an arena (operator), open for entrants",
+                "security": _OPERATOR,
+                "requestBody": _body("ArenaBody"),
+                "responses": _as_operator(
+                    {
+                        "201": _json("created", _ref("ArenaAnswer")),
+                        **_BODY_ERRORS,
+                        "409": _error("an arena with the id drawn exists: retry", "bad_arena"),
+                        "422": _refused(
+                            "JSON of the wrong shape, a bad deadline_ms, or a name, format or "
+                            "settings out of range (`Error`), or rules the engine will not play "
+                            "(`RejectedError`: bad_rules)",
+                            "invalid_arena",
+                            "invalid_match",
+                            "bad_arena",
+                        ),
+                    }
+                ),
+            },
+            "get": {
+                "summary": "The latest arenas, newest first",
+                "responses": {
+                    "200": _json("the arenas", _ref("ArenaList")),
+                    "503": _UNAVAILABLE,
+                },
+            },
+        },
+        arena: {
+            "get": {
+                "summary": "An arena: its entrants, the matches in play and the standings",
+                "parameters": [_ARENA],
+                "responses": {
+                    "200": _json("the arena", _ref("ArenaAnswer")),
+                    "404": no_arena,
+                    "503": _UNAVAILABLE,
+                },
+            }
+        },
+        f"{arena}/join": {
+            "post": {
+                "summary": "Enter the arena: an account (no body), or a house pool (the "
+                'operator, with a body `{"pool"}`)',
+                "security": [{"accountToken": []}, {"operatorToken": []}],
+                "parameters": [_ARENA],
+                "requestBody": _body("EntrantBody", required=False),
+                "responses": {
+                    "200": _json("in (joining again is harmless)", _ref("ArenaAnswer")),
+                    "400": _error("not JSON", *_BAD_BODY),
+                    "401": _error(
+                        "no token, or an unknown, rotated or revoked account token",
+                        "unauthorized",
+                    ),
+                    "403": _error(
+                        "a pool entered without the operator's token, or a banned account",
+                        "not_operator",
+                        "account_banned",
+                    ),
+                    "404": no_arena,
+                    "409": _error(
+                        "the arena is over, a round robin already started, the arena is "
+                        "full, or no worker serves the pool",
+                        "arena_over",
+                        "arena_started",
+                        "arena_full",
+                        "pool_unavailable",
+                    ),
+                    "413": _TOO_LARGE,
+                    "415": _NOT_JSON,
+                    "422": _error(
+                        "JSON of the wrong shape, an unknown pool, or an entrant that cannot be",
+                        "invalid_entrant",
+                        "unknown_pool",
+                        "bad_entrant",
+                    ),
+                    "429": _GUESSING,
+                    "503": busy,
+                },
+            }
+        },
+        f"{arena}/leave": {
+            "post": {
+                "summary": "Leave the arena: no more matches for the account in it (a match "
+                "in play goes on)",
+                "security": _ACCOUNT,
+                "parameters": [_ARENA],
+                "responses": _as_account(
+                    {
+                        "200": _json("out", _ref("ArenaAnswer")),
+                        "404": no_arena,
+                        "409": _error("the account is not in the arena", "not_entered"),
+                        "503": busy,
+                    }
+                ),
+            }
+        },
+        f"{arena}/start": {
+            "post": {
+                "summary": "Start the arena (operator): its entrants now are its roster, and "
+                "its matches begin",
+                "security": _OPERATOR,
+                "parameters": [_ARENA],
+                "responses": _as_operator(
+                    {
+                        "200": _json("running", _ref("ArenaAnswer")),
+                        "404": no_arena,
+                        "409": _error(
+                            "not open (running or over), or too few entrants to fill a table",
+                            "not_open",
+                            "too_few_entrants",
+                        ),
+                        "503": busy,
+                    }
+                ),
+            }
+        },
+        f"{arena}/stream": {
+            "get": {
+                "summary": "What happens in the arena, standings after every result; it ends "
+                "after the `finished` line",
+                "parameters": [_ARENA, _after("a line id of the arena"), _LAST_EVENT_ID, _FORMAT],
+                "responses": {
+                    "200": _lines(
+                        "one `ArenaLine` a line, from the arena's first (or after `after`); "
+                        "as server-sent events its `id` is the line's and `event` its type",
+                        "ArenaLine",
+                    ),
+                    "400": bad_resume,
+                    "404": no_arena,
+                    "422": bad_format,
+                    "503": _UNAVAILABLE,
+                },
+            }
+        },
+    }
+
+
+def _union(description: str, union: Any) -> dict[str, Any]:
+    """A component for a tagged union of structs: one of them, by ``type``."""
+    return {
+        "description": description,
+        "oneOf": [_ref(t.__name__) for t in get_args(union)],
+        "discriminator": {"propertyName": "type"},
+    }
+
+
 def _schemas() -> dict[str, Any]:
     _, components = msgspec.json.schema_components(_STRUCTS, ref_template=_REF)
     components["Line"] = {
@@ -365,11 +1011,10 @@ def _schemas() -> dict[str, Any]:
         "description": "A line of a stream opened with events=minimal",
         "oneOf": [_ref(n) for n in ("Snapshot", "MinimalEventLine", "TurnLine")],
     }
-    components["Move"] = {
-        "description": "What a seat posts: an entry of its view.legal as it is, seat optional",
-        "oneOf": [_ref(t.__name__) for t in get_args(MoveBody)],
-        "discriminator": {"propertyName": "type"},
-    }
+    components["Move"] = _union(
+        "What a seat posts: an entry of its view.legal as it is, or resign / abort; seat optional",
+        MoveBody,
+    )
     components["MatchList"] = {
         "description": "200 to GET /matches: lobby records (open) or summaries (live, finished)",
         "type": "object",
@@ -379,6 +1024,17 @@ def _schemas() -> dict[str, Any]:
             "matches": {"type": "array", "items": {"anyOf": [_ref("MatchInfo"), _ref("Summary")]}},
         },
     }
+    components["AccountLine"] = _union(
+        "A line of the account stream: the first of a fresh stream is `state`", AccountLine
+    )
+    components["ArenaLine"] = _union("A line of an arena's stream", ArenaLine)
+    # what the structs leave a plain string, the gateway checks against a fixed list
+    for component, field, values in (
+        ("SeekBody", "kind", list(KINDS)),
+        ("SeekInfo", "kind", list(KINDS)),
+        ("ArenaBody", "format", list(FORMATS)),
+    ):
+        components[component]["properties"][field]["enum"] = values
     return components
 
 
@@ -398,6 +1054,13 @@ def _headers() -> dict[str, Any]:
     }
 
 
+def _bearer(description: str, prefix: str | None = None) -> dict[str, Any]:
+    scheme = {"type": "http", "scheme": "bearer", "description": description}
+    if prefix is not None:
+        scheme["bearerFormat"] = f"{prefix}..."
+    return scheme
+
+
 @cache
 def openapi() -> dict[str, Any]:
     """The whole document."""
@@ -406,12 +1069,32 @@ def openapi() -> dict[str, Any]:
         "info": {
             "title": "Domino gateway",
             "version": "1",
-            "description": "Play hosted domino matches from any language: see docs/protocol.md.",
+            "description": "Play hosted domino matches from any language: see docs/protocol.md "
+            "(matches, seats, streams, moves) and docs/accounts.md (accounts, challenges, "
+            "seeks, arenas).",
         },
-        "paths": _paths(),
+        "paths": {**_paths(), **_player_paths()},
         "components": {
             "schemas": _schemas(),
             "headers": _headers(),
-            "securitySchemes": {"seatToken": {"type": "http", "scheme": "bearer"}},
+            "securitySchemes": {
+                "seatToken": _bearer(
+                    "a seat token, from POST /matches/{match_id}/join: it opens that one seat"
+                ),
+                "accountToken": _bearer(
+                    "an account token, from POST /accounts: the account's calls, and every "
+                    "seat the account holds",
+                    "dab_",
+                ),
+                "ownerToken": _bearer(
+                    "the owner_token POST /matches returns to a creator without an account: "
+                    "it cancels that match while it waits for players",
+                    "own_",
+                ),
+                "operatorToken": _bearer(
+                    "the service's DOMINO_OPERATOR_TOKEN: bans, tokens, arenas, and "
+                    "cancelling any match"
+                ),
+            },
         },
     }
