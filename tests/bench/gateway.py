@@ -9,6 +9,16 @@ together). Both measure the same thing: moves a second, and the time from one mo
 to the next seat's turn arriving (from the moment a bot chose a move, so the POST included, to
 the moment the next bot of that match is asked to choose). Each line also gives the CPU time
 every process spent per move, which is where the HTTP path's cost shows.
+
+A second line measures the gateway itself, with players cheap enough not to be the bottleneck:
+each of SEATS accounts holds one seat of every match and follows all its seats over one
+``GET /account/play`` connection, posting each move as it comes over a few keep-alive
+connections with a minimal HTTP/1.1 client (tests/bench/http1.py). Its figure is the gateway's
+own CPU time per move.
+
+DOMINO_BENCH_PROFILE=sample (or cprofile) runs the gateway under tests/bench/profiled.py,
+profiling the cheap players' measured window; the report goes to DOMINO_BENCH_PROFILE_OUT
+(default: gateway-profile.txt in the current directory).
 """
 
 from __future__ import annotations
@@ -17,13 +27,18 @@ import asyncio
 import contextlib
 import multiprocessing
 import os
+import random
+import signal
 import socket
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import msgspec
 import redis
 import uvloop
 from domino_sdk import Bot
@@ -40,6 +55,7 @@ from services.logs import configure
 from services.redis.connection import node_client
 from services.store.keys import Keys
 from services.transport.redis import RedisTransport
+from tests.bench import http1
 from tests.support.redis_env import redis_server
 
 MATCHES = 50
@@ -48,11 +64,19 @@ WARMUP_S = 2.0
 MEASURE_S = 8.0
 BOT_PROCESSES = 2  # external bots are separate programs; two processes use both cores
 BOT_STARTUP_S = 3.0  # for the bot processes to start and connect every seat
+PLAYER_PROCESSES = 1  # the cheap players: one process is far from busy
+PLAYER_CONNECTIONS = 16  # keep-alive connections a player process posts moves over
+OPERATOR = "bench-operator-token"
 GATEWAY_ENV = {  # limits far above what the bench needs: it measures the path, not the limits
     "DOMINO_GATEWAY_MOVES_PER_S": "1000",
     "DOMINO_GATEWAY_MOVE_BURST": "1000",
     "DOMINO_GATEWAY_LOBBY_PER_S": "1000",
     "DOMINO_GATEWAY_LOBBY_BURST": "1000",
+    "DOMINO_GATEWAY_MAX_TARGET": "5000",
+    "DOMINO_GATEWAY_OPEN_MATCHES_PER_CLIENT": "1000",
+    "DOMINO_GATEWAY_WAITING_SEATS_PER_CLIENT": "1000",
+    "DOMINO_GATEWAY_MATCHES_PER_ACCOUNT": "1000",
+    "DOMINO_OPERATOR_TOKEN": OPERATOR,  # to cancel each line's matches after it
 }
 
 
@@ -105,7 +129,7 @@ class TimedBot(Bot):
 
 
 def run() -> Iterator[dict[str, Any]]:
-    """Yield the gateway.http line."""
+    """Yield the gateway.http line (SDK bots) and the gateway.accounts line (cheap players)."""
     port = _free_port()
     with redis_server(appendfsync="no", env_var=None) as url:
         settings = Settings(redis_url=url, prefix="bench", log_level="warning")
@@ -114,7 +138,8 @@ def run() -> Iterator[dict[str, Any]]:
         os.environ.update(GATEWAY_ENV)
         try:
             with logs, Stack(url, settings, pools={}, projector=True, log_dir=logs.name) as stack:
-                stack.spawn("gateway", "gateway", "--host", "127.0.0.1", "--port", str(port))
+                args = ("gateway", "--host", "127.0.0.1", "--port", str(port))
+                profile = _spawn_gateway(stack, args)
                 base = f"http://127.0.0.1:{port}"
                 _wait_healthy(base)
                 pids = {name: p.pid for name, p in stack.processes.items()}
@@ -122,6 +147,11 @@ def run() -> Iterator[dict[str, Any]]:
                 meter = CpuMeter({k.removesuffix("-0"): v for k, v in pids.items()})
                 inprocess = uvloop.run(_inprocess(url, settings, meter))
                 http = _over_http(base, meter)
+                profiled = stack.processes["gateway"] if profile else None
+                cheap = _accounts(base, port, meter, profiled)
+                if profile:
+                    stack.stop()
+                    print(f"gateway profile: {profile}", file=sys.stderr)
         finally:
             for k, v in saved.items():
                 if v is None:
@@ -141,6 +171,36 @@ def run() -> Iterator[dict[str, Any]]:
         "cpu_ms_per_move": http.cpu,
         "inprocess_cpu_ms_per_move": inprocess.cpu,
     }
+    yield {
+        "bench": "gateway.accounts",
+        "matches": MATCHES,
+        "accounts": SEATS,
+        "connections": PLAYER_PROCESSES * (PLAYER_CONNECTIONS + SEATS),
+        "moves_per_s": round(cheap.rate),
+        "p50_ms": cheap.p(0.5),
+        "p99_ms": cheap.p(0.99),
+        "inprocess_moves_per_s": round(inprocess.rate),
+        "ratio": round(cheap.rate / inprocess.rate, 3),
+        "gateway_cpu_ms_per_move": cheap.cpu.get("gateway"),
+        "cpu_ms_per_move": cheap.cpu,
+        "failed_moves": cheap.failed,
+    }
+
+
+def _spawn_gateway(stack: Stack, args: tuple[str, ...]) -> str | None:
+    """Start the gateway in the stack, under the profiler if DOMINO_BENCH_PROFILE asks; the
+    profile's path, or None."""
+    mode = os.environ.get("DOMINO_BENCH_PROFILE")
+    if not mode:
+        stack.spawn("gateway", *args)
+        return None
+    out = os.path.abspath(os.environ.get("DOMINO_BENCH_PROFILE_OUT") or "gateway-profile.txt")
+    stack.processes["gateway"] = subprocess.Popen(
+        [sys.executable, "-m", "tests.bench.profiled", out, mode, "--", *args],
+        env=stack.env(),
+        stdin=subprocess.DEVNULL,
+    )
+    return out
 
 
 RULES = Rules.make("express", target=5000)  # long matches: none ends inside the window
@@ -168,10 +228,13 @@ class CpuMeter:
 class Measured:
     """Moves a second, the gaps between a match's moves, and CPU ms per move by process."""
 
-    def __init__(self, rate: float, gaps: list[float], cpu: dict[str, float]) -> None:
+    def __init__(
+        self, rate: float, gaps: list[float], cpu: dict[str, float], failed: int = 0
+    ) -> None:
         self.rate = rate
         self.gaps = sorted(gaps)
         self.cpu = cpu
+        self.failed = failed  # moves not answered 200
 
     def p(self, q: float) -> float:
         return round(1000 * self.gaps[min(len(self.gaps) - 1, int(len(self.gaps) * q))], 2)
@@ -222,46 +285,104 @@ def _over_http(base: str, meter: CpuMeter) -> Measured:
             for _ in range(SEATS):
                 joined = http.post(f"/api/v1/matches/{match_id}/join", json={})
                 tokens.append((match_id, joined.json()["token"]))
-    context = multiprocessing.get_context("spawn")
-    results: multiprocessing.Queue[tuple[int, list[float]]] = context.Queue()
-    start_at = time.time() + BOT_STARTUP_S + WARMUP_S
     by_match = [tokens[i : i + SEATS] for i in range(0, len(tokens), SEATS)]
     shares = [[t for m in by_match[k::BOT_PROCESSES] for t in m] for k in range(BOT_PROCESSES)]
+    try:
+        return _external(_bots, [(base, share) for share in shares], "bots", meter)
+    finally:
+        _cancel(base, [m[0][0] for m in by_match])
+
+
+def _accounts(
+    base: str, port: int, meter: CpuMeter, profiled: subprocess.Popen[bytes] | None
+) -> Measured:
+    """The same matches played by SEATS accounts, each holding one seat of every match and
+    playing them all over one play stream, with cheap clients (see :func:`_players`)."""
+    rules = {"family": "express", "players": SEATS, "target": RULES.target}
+    names = ("alice", "bruno", "carla", "dmitri", "elena", "farid")[:SEATS]
+    matches: list[str] = []
+    with httpx.Client(base_url=base, timeout=30.0) as http:
+        tokens = [http.post("/api/v1/accounts", json={"name": n}).json()["token"] for n in names]
+        auth = [{"authorization": f"Bearer {t}"} for t in tokens]
+        for _ in range(MATCHES):
+            body = {"seats": [None] * SEATS, "rules": rules}
+            r = http.post("/api/v1/matches", json=body, headers=auth[0])
+            match_id = r.json()["match"]["match_id"]
+            for seat in range(SEATS):
+                joined = http.post(
+                    f"/api/v1/matches/{match_id}/join", json={"seat": seat}, headers=auth[seat]
+                )
+                joined.raise_for_status()
+            matches.append(match_id)
+    if PLAYER_PROCESSES != 1:
+        raise ValueError("every account's seats are played by one process")
+    try:
+        return _external(_players, [(port, tokens)], "players", meter, profiled)
+    finally:
+        _cancel(base, matches)
+
+
+def _external(
+    target: Any,
+    args: list[tuple[Any, ...]],
+    kind: str,
+    meter: CpuMeter,
+    profiled: subprocess.Popen[bytes] | None = None,
+) -> Measured:
+    """Run ``target(*a, start_at, results)`` in a process for each ``a`` of ``args``; measure
+    from ``start_at`` for MEASURE_S: moves a second, their gaps and CPU per move by process
+    (the processes started here summed as ``kind``)."""
+    context = multiprocessing.get_context("spawn")
+    results: multiprocessing.Queue[tuple[int, list[float], int]] = context.Queue()
+    start_at = time.time() + BOT_STARTUP_S + WARMUP_S
     workers = [
-        context.Process(target=_bots, args=(base, share, start_at, results), daemon=True)
-        for share in shares
+        context.Process(target=target, args=(*a, start_at, results), daemon=True) for a in args
     ]
     for w in workers:
         w.start()
-    meter = CpuMeter({**meter.pids, **{f"bots-{k}": w.pid or 0 for k, w in enumerate(workers)}})
+    meter = CpuMeter({**meter.pids, **{f"{kind}-{k}": w.pid or 0 for k, w in enumerate(workers)}})
     time.sleep(max(0.0, start_at - time.time()))
+    if profiled is not None:
+        profiled.send_signal(signal.SIGUSR1)
     before = meter.sample()
     time.sleep(MEASURE_S)
     after = meter.sample()
-    moves, gaps = 0, []
+    if profiled is not None:
+        profiled.send_signal(signal.SIGUSR2)
+    moves, gaps, failed = 0, [], 0
     for _ in workers:
-        n, g = results.get(timeout=60)
+        n, g, f = results.get(timeout=60)
         moves += n
         gaps += g
+        failed += f
     for w in workers:
         w.join(timeout=10)
     cpu: dict[str, float] = {}
     for k in after:
         if k in before and k != "bots":
-            name = "bots" if k.startswith("bots-") else k
+            name = kind if k.startswith(f"{kind}-") else k
             cpu[name] = cpu.get(name, 0.0) + 1000 * (after[k] - before[k]) / max(moves, 1)
-    return Measured(moves / MEASURE_S, gaps, {k: round(v, 3) for k, v in cpu.items()})
+    return Measured(moves / MEASURE_S, gaps, {k: round(v, 3) for k, v in cpu.items()}, failed)
+
+
+def _cancel(base: str, matches: list[str]) -> None:
+    """The operator ends a line's matches, so the next line has the stack to itself."""
+    with httpx.Client(base_url=base, timeout=30.0) as http:
+        for match_id in matches:
+            http.delete(
+                f"/api/v1/matches/{match_id}", headers={"authorization": f"Bearer {OPERATOR}"}
+            )
 
 
 def _bots(
     base: str,
     tokens: list[tuple[str, str]],
     start_at: float,
-    results: multiprocessing.Queue[tuple[int, list[float]]],
+    results: multiprocessing.Queue[tuple[int, list[float], int]],
 ) -> None:
     """A bot process: play its seats, record from ``start_at`` for MEASURE_S, report."""
     configure("warning")  # to stderr: stdout carries only the bench's JSON lines
-    results.put(uvloop.run(_play(base, tokens, start_at)))
+    results.put((*uvloop.run(_play(base, tokens, start_at)), 0))
 
 
 async def _play(
@@ -279,6 +400,94 @@ async def _play(
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+class _Legal(msgspec.Struct):
+    legal: list[msgspec.Raw]
+
+
+class _Turn(msgspec.Struct):
+    id: int
+    view: _Legal
+
+
+class _SeatTurn(msgspec.Struct):
+    match_id: str
+    seat: int
+    line: _Turn
+
+
+_SEAT_TURN = msgspec.json.Decoder(_SeatTurn)
+_IS_TURN = b'"line":{"type":"turn"'
+
+
+def _players(
+    port: int,
+    tokens: list[str],
+    start_at: float,
+    results: multiprocessing.Queue[tuple[int, list[float], int]],
+) -> None:
+    """A process of cheap players: each account's play stream, moves over a few connections;
+    record from ``start_at`` for MEASURE_S, report."""
+    configure("warning")
+    results.put(uvloop.run(_cheap(port, tokens, start_at)))
+
+
+async def _cheap(port: int, tokens: list[str], start_at: float) -> tuple[int, list[float], int]:
+    """Play every seat of ``tokens``' accounts: on each turn line, post a random legal move
+    (its JSON as the view lists it) with the turn's id as the Idempotency-Key."""
+    clock = Clock()
+    pool = http1.Pool([await http1.connect("127.0.0.1", port) for _ in range(PLAYER_CONNECTIONS)])
+    answered: dict[tuple[str, int], int] = {}  # a turn line may come twice: answer it once
+    pending: set[asyncio.Task[tuple[int, bytes]]] = set()
+    failed = 0
+    choose = random.Random(7).choice
+
+    def done(task: asyncio.Task[tuple[int, bytes]]) -> None:
+        nonlocal failed
+        pending.discard(task)
+        if task.cancelled() or task.exception() is not None or task.result()[0] != 200:
+            failed += clock.recording
+
+    def player(token: str) -> Any:
+        def on_line(line: bytes) -> None:
+            if _IS_TURN not in line:
+                return
+            turn = _SEAT_TURN.decode(line)
+            version = turn.line.id
+            if answered.get((turn.match_id, turn.seat), -1) >= version:
+                return
+            answered[(turn.match_id, turn.seat)] = version
+            clock.tick(turn.match_id)
+            move = choose(turn.line.view.legal)
+            data = http1.request(
+                "POST",
+                f"/api/v1/matches/{turn.match_id}/seats/{turn.seat}/moves",
+                token,
+                move,
+                {"idempotency-key": str(version)},
+            )
+            task = asyncio.create_task(pool.send(data))
+            pending.add(task)
+            task.add_done_callback(done)
+
+        return on_line
+
+    streams = [
+        await http1.open_stream(
+            "127.0.0.1", port, http1.request("GET", "/api/v1/account/play", t), player(t)
+        )
+        for t in tokens
+    ]
+    try:
+        await asyncio.sleep(max(0.0, start_at - time.time()))
+        clock.recording = True
+        await asyncio.sleep(MEASURE_S)
+        clock.recording = False
+        return clock.moves, clock.gaps, failed
+    finally:
+        for transport, _ in streams:
+            transport.close()
 
 
 def _free_port() -> int:
