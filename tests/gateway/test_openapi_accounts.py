@@ -14,6 +14,7 @@ import json
 import re
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -27,6 +28,8 @@ from services.gateway.openapi import openapi
 from tests.gateway.conftest import OPERATOR, Gateways, wait_for_version
 
 pytestmark = [pytest.mark.service, pytest.mark.anyio]
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 API = "/api/v1"
 ACCOUNTS = f"{API}/accounts"
@@ -182,6 +185,37 @@ def test_the_security_schemes_name_every_token_a_route_takes() -> None:
     assert doc["paths"][ME]["get"]["security"] == [{"accountToken": []}]
     assert {"operatorToken": []} in doc["paths"][MATCH]["delete"]["security"]
     assert {"accountToken": []} in doc["paths"][MOVES]["post"]["security"]
+
+
+def endpoints(doc: Path) -> dict[tuple[str, str], str]:
+    """A doc's table of endpoints: (path as the document has it, method) -> the answer cell."""
+    rows = re.findall(
+        r"^\| (GET|POST|DELETE) \| `([^`?]+)[^`]*`[^|]*\|.*\|([^|]*)\|$", doc.read_text(), re.M
+    )
+    return {(p if p == "/healthz" else API + p, m.lower()): cell for m, p, cell in rows}
+
+
+def test_the_docs_list_every_route_with_its_answers_schema_and_name_only_real_schemas() -> None:
+    """docs/protocol.md and docs/accounts.md between them list every route of the document;
+    each row of accounts.md names the schema of its route's answer; and every schema name
+    accounts.md gives is in the document."""
+    doc = openapi()
+    listed = endpoints(DOCS / "accounts.md")
+    documented = {(p, m) for p, methods in doc["paths"].items() for m in methods}
+    assert {**endpoints(DOCS / "protocol.md"), **listed}.keys() == documented
+    for (path, method), cell in listed.items():
+        for status, answer in doc["paths"][path][method]["responses"].items():
+            if status.startswith("2") and "content" in answer:
+                content = answer["content"]
+                body = content.get("application/json") or content["application/x-ndjson"]
+                name = body["schema"]["$ref"].rsplit("/", 1)[1]
+                assert f"`{name}`" in cell, (method, path, cell)
+    text = (DOCS / "accounts.md").read_text()
+    examples = set(re.findall(r'"name": "(\w+)"', text))  # the account names of the examples
+    prose = re.sub(r"```.*?```", "", text, flags=re.S)
+    named = set(re.findall(r"`([A-Z][a-z]+(?:[A-Z][a-z]*)+)`", prose)) - examples
+    assert named - set(doc["components"]["schemas"]) == set()
+    assert {"AccountLine", "PlayLine", "ArenaLine", "ChallengeInfo", "StandingRow"} <= named
 
 
 # -- accounts ----------------------------------------------------------------------------------
