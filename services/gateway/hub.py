@@ -59,6 +59,7 @@ class Subscriber:
         "size",
         "sse",
         "until_turn",
+        "waker",
     )
 
     def __init__(
@@ -69,6 +70,7 @@ class Subscriber:
         limit: int,
         everything: bool = True,
         until_turn: bool = False,
+        waker: Waker | None = None,
     ) -> None:
         self.seat = seat
         self.sse = sse
@@ -81,6 +83,7 @@ class Subscriber:
         self.finished = False
         self.overflow = False
         self._waiter: asyncio.Future[None] | None = None
+        self.waker = waker  # one reader of many streams (the play stream) instead of its own
 
     def push(self, data: bytes) -> None:
         """Queue bytes for the client; a client too far behind is cut off (it will resume)."""
@@ -107,6 +110,9 @@ class Subscriber:
             self.finish()
 
     def _wake(self) -> None:
+        if self.waker is not None:
+            self.waker.wake(self)
+            return
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
@@ -123,12 +129,49 @@ class Subscriber:
             finally:
                 handle.cancel()
                 self._waiter = None
+        return self.drain()
+
+    def drain(self) -> bytes | None:
+        """Everything queued now (b"" if nothing); None once finished with nothing left."""
         if not self.chunks:
             return None if self.finished else b""
         data = self.chunks[0] if len(self.chunks) == 1 else b"".join(self.chunks)
         self.chunks.clear()
         self.size = 0
         return data
+
+
+class Waker:
+    """One reader of many subscribers (the play stream: every seat of an account): it wakes
+    when any of them has something, and learns which."""
+
+    __slots__ = ("_waiter", "ready")
+
+    def __init__(self) -> None:
+        self.ready: dict[Subscriber, None] = {}  # in the order they woke
+        self._waiter: asyncio.Future[None] | None = None
+
+    def wake(self, sub: Subscriber) -> None:
+        """``sub`` has something queued, or has finished."""
+        self.ready[sub] = None
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def wait(self, timeout: float) -> list[Subscriber]:
+        """The subscribers that woke, waiting up to ``timeout`` seconds for one."""
+        if not self.ready:
+            loop = asyncio.get_running_loop()
+            waiter = self._waiter = loop.create_future()
+            handle = loop.call_later(timeout, _settle, waiter)
+            try:
+                await waiter
+            finally:
+                handle.cancel()
+                self._waiter = None
+        ready = list(self.ready)
+        self.ready.clear()
+        return ready
 
 
 def essential(event: AnyEvent, seat: int | None) -> bool:
@@ -317,17 +360,18 @@ class Hub:
         after: int | None,
         everything: bool = True,
         until_turn: bool = False,
+        waker: Waker | None = None,
     ) -> tuple[Subscriber, int]:
         """Open a stream on a ready feed; return it and the version it starts from.
 
         A fresh stream (``after`` None) starts with a snapshot, and then, if it is the seat's
         move, a turn line like any other, so a client that acts on turn lines alone misses
         none. A resumed one needs the events after ``after`` up to the returned version (see
-        :meth:`backlog`), then goes live.
+        :meth:`backlog`), then goes live. With a ``waker``, that is what wakes for its lines.
         """
         version = feed.version
         start = version if after is None else max(after, version)
-        sub = Subscriber(seat, sse, start, self.buffer_limit, everything, until_turn)
+        sub = Subscriber(seat, sse, start, self.buffer_limit, everything, until_turn, waker)
         if after is None:
             sub.push(feed.view_line(seat, sse, snapshot=True))
             if seat is not None and feed.my_turn_seat == seat:

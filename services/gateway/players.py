@@ -22,7 +22,7 @@ from starlette.types import Receive, Scope, Send
 from engine.rules import Rules
 from services.gateway.config import GatewaySettings
 from services.gateway.http import ApiError, Request, Response, decode_body
-from services.gateway.hub import FeedUnavailable, Hub, Subscriber
+from services.gateway.hub import FeedUnavailable, Hub, Subscriber, Waker
 from services.gateway.protocol import KEEPALIVE_NDJSON, KEEPALIVE_SSE, RulesBody
 from services.gateway.streaming import NDJSON, SSE
 from services.lobby.accounts import Account, AccountError, Accounts
@@ -37,6 +37,8 @@ log = structlog.get_logger()
 
 POLL_S = 0.5
 """How often a stream looks for what another process wrote (a feed event, a new match)."""
+LOOK_S = 0.05
+"""How often, at most, a busy play stream looks for the account's new matches."""
 
 
 class RegisterBody(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -460,57 +462,73 @@ class Players:
 
     async def play(self, request: Request) -> LiveResponse:
         """GET /account/play: every seat the account holds on one connection; each line is a
-        seat stream's line wrapped as {"match_id", "seat", "line"}."""
+        seat stream's line wrapped as {"match_id", "seat", "line"}. The seats' lines are written
+        as they come (those that came together in one write); the account's live matches are
+        looked up when it is LOOK_S since the last look, and every POLL_S when all is quiet."""
         account = await self.gw.account(request)
         sse = self.gw.wants_sse(request)
         lease = await self.gw.open_account_stream(account)
         gw = self.gw
-        queue: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=1024)
-
-        async def pump(match_id: str, seat: int, sub: Subscriber) -> None:
-            head = b'{"match_id":"%s","seat":%d,"line":' % (match_id.encode(), seat)
-            while (data := await sub.take(3600.0)) is not None:
-                for line in data.split(b"\n"):
-                    if line:
-                        await queue.put(head + line + b"}\n")
+        hub = gw.hub
+        waker = Waker()
 
         async def lines() -> AsyncIterator[bytes]:
-            followed: dict[str, list[tuple[Subscriber, asyncio.Task[None]]]] = {}
+            loop = asyncio.get_running_loop()
+            heads: dict[Subscriber, tuple[str, bytes]] = {}  # stream -> its match, line head
+            followed: dict[str, int] = {}  # match -> its seats' streams still open
+            look_at = loop.time()
             try:
                 while True:
-                    for match_id in await gw.feeds.live(account.id):
-                        if match_id in followed:
+                    if loop.time() >= look_at:
+                        look_at = loop.time() + LOOK_S
+                        for match_id in await gw.feeds.live(account.id):
+                            if match_id in followed:
+                                continue
+                            followed[match_id] = 0
+                            for seat in await gw.seats_of(account, match_id):
+                                try:
+                                    feed = await hub.follow(match_id)
+                                except FeedUnavailable:
+                                    del followed[match_id]
+                                    break
+                                head = b'{"match_id":"%s","seat":%d,"line":' % (
+                                    match_id.encode(),
+                                    seat,
+                                )
+                                sub, _ = hub.subscribe(feed, seat, False, None, waker=waker)
+                                heads[sub] = (match_id, head)
+                                followed[match_id] += 1
+                    out: list[bytes] = []
+                    for sub in await waker.wait(POLL_S):
+                        if sub not in heads:
                             continue
-                        followed[match_id] = []
-                        for seat in await gw.seats_of(account, match_id):
-                            try:
-                                feed = await gw.hub.follow(match_id)
-                            except FeedUnavailable:
-                                del followed[match_id]
-                                break
-                            sub, _ = gw.hub.subscribe(feed, seat, False, None)
-                            if feed.my_turn_seat == seat:
-                                sub.push(feed.view_line(seat, False, snapshot=False))
-                            task = asyncio.create_task(pump(match_id, seat, sub))
-                            followed[match_id].append((sub, task))
-                    for match_id, subs in list(followed.items()):
-                        if subs and all(t.done() for _, t in subs):
-                            del followed[match_id]  # the match ended: its lines are sent
-                    try:
-                        data = await asyncio.wait_for(queue.get(), POLL_S)
-                    except TimeoutError:
-                        yield b""
-                        continue
-                    if data is not None:
-                        yield _sse_data(data) if sse else data
+                        match_id, head = heads[sub]
+                        data = sub.drain()
+                        if data:
+                            for line in data.split(b"\n"):
+                                if line:
+                                    wrapped = head + line + b"}\n"
+                                    out.append(_sse_data(wrapped) if sse else wrapped)
+                        if sub.finished and not sub.chunks:
+                            del heads[sub]
+                            _unsubscribe(hub, match_id, sub)
+                            followed[match_id] -= 1
+                            if not followed[match_id]:
+                                del followed[match_id]  # the match ended: its lines are sent
+                    yield b"".join(out)
             finally:
-                for match_id, subs in followed.items():
-                    for sub, task in subs:
-                        task.cancel()
-                        with contextlib.suppress(Exception):
-                            gw.hub.unsubscribe(gw.hub.feeds[match_id], sub)
+                for sub, (match_id, _) in heads.items():
+                    _unsubscribe(hub, match_id, sub)
 
         return LiveResponse(lines(), sse, self.gw.config.keepalive_s, lease)
+
+
+def _unsubscribe(hub: Hub, match_id: str, sub: Subscriber) -> None:
+    feed = hub.feeds.get(match_id)
+    if feed is not None:
+        hub.unsubscribe(feed, sub)
+    else:
+        sub.finish()
 
 
 def _sse(n: int, data: bytes) -> bytes:

@@ -89,10 +89,15 @@ class Pool:
         try:
             return await conn.send(data)
         finally:
-            if self.waiting:
-                self.waiting.popleft().set_result(conn)
-            else:
-                self.idle.append(conn)
+            self._lend(conn)
+
+    def _lend(self, conn: Connection) -> None:
+        while self.waiting:
+            fut = self.waiting.popleft()
+            if not fut.done():
+                fut.set_result(conn)
+                return
+        self.idle.append(conn)
 
 
 class LineStream(asyncio.Protocol):
