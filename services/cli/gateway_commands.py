@@ -22,6 +22,7 @@ def cmd_gateway(args: argparse.Namespace) -> int:
     from services.gateway.app import create_app
     from services.gateway.config import GatewayConfigError, GatewaySettings
     from services.logs import configure
+    from services.redis.apps import tune_gc
 
     try:
         settings = Settings.from_env()
@@ -34,6 +35,7 @@ def cmd_gateway(args: argparse.Namespace) -> int:
     host = args.host or config.host
     port = args.port if args.port is not None else config.port
     app = create_app(settings, config)
+    tune_gc()  # as every other service: many small objects per request, few that live on
     uvicorn.run(
         app,
         host=host,

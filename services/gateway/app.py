@@ -50,9 +50,9 @@ from services.bots.worker import pool_served
 from services.config import Settings
 from services.core.commands import new_match_id
 from services.gateway.config import GatewaySettings
-from services.gateway.http import ApiError, Endpoint, Request, Response, decode_body
+from services.gateway.http import ApiError, App, Endpoint, Request, Response, decode_body
 from services.gateway.hub import FeedUnavailable, Flight, Hub, Outcome
-from services.gateway.limits import Cap, Concurrency, Lease, RateLimit, release_match
+from services.gateway.limits import Cap, Charge, Concurrency, Lease, RateLimit, release_match
 from services.gateway.openapi import openapi
 from services.gateway.players import Players
 from services.gateway.protocol import (
@@ -375,10 +375,11 @@ class Gateway:
         return digest, seat
 
     async def _await(
-        self, match_id: str, command_id: str, command: Any
+        self, match_id: str, command_id: str, command: Any, charge: Charge | None = None
     ) -> tuple[Outcome | None, bytes | None]:
         """Send a command and wait for its outcome; (None, versions) if it was applied before,
-        (None, None) if no answer came in time.
+        (None, None) if no answer came in time. A ``charge`` counts it against its limit as
+        it is sent (LimitExceeded: not sent); give it only when no copy is on its way.
 
         A command whose id is already on its way from here is not sent again: it waits for
         that one's outcome and is its replay (an Outcome with ``replayed``), or shares its
@@ -394,7 +395,7 @@ class Gateway:
         answer: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
         flights[(match_id, command_id)] = Flight(command, answer)
         try:
-            outcome, done = await self._send(match_id, command_id, command)
+            outcome, done = await self._send(match_id, command_id, command, charge)
         except BaseException:
             answer.set_result(Outcome())  # its copies are answered "no answer": they retry
             raise
@@ -407,7 +408,7 @@ class Gateway:
         return outcome, done
 
     async def _send(
-        self, match_id: str, command_id: str, command: Any
+        self, match_id: str, command_id: str, command: Any, charge: Charge | None = None
     ) -> tuple[Outcome | None, bytes | None]:
         """Send a command once and wait for its outcome, as :meth:`_await` answers.
 
@@ -418,13 +419,12 @@ class Gateway:
         hub = self.hub
         fut = hub.expect(match_id, command_id)
         try:
-            done = await self.sender.send(match_id, command_id, command)
+            done = await self.sender.send(match_id, command_id, command, charge)
             if done is not None:
                 return None, done
-            try:
-                outcome = await asyncio.wait_for(fut, self.config.move_timeout_s)
-            except TimeoutError:  # the answer may be lost or late: the store knows
-                outcome = Outcome()
+            # no answer in time is an empty Outcome: the answer may be lost or late, and the
+            # store knows
+            outcome = await hub.outcome(fut, self.config.move_timeout_s)
             if outcome.version is not None:
                 return outcome, None
             done = cast(bytes | None, await self.redis.hget(self.topo.dedupe(match_id), command_id))
@@ -967,26 +967,21 @@ class Gateway:
         seat: int = request.params["seat"]
         digest = await self._authorize(request, match_id, seat)
         # every request counts, per seat; none is sent while its token (or account) has had
-        # too many moves rejected lately
-        quota = await self.moves.hit(
-            self.redis, f"{match_id}:{seat}", unless_spent=[(self.rejected_moves, digest)]
-        )
-        headers = quota.headers()
-        key = request.header(b"idempotency-key")
-        if key is None:
-            raise ApiError(
-                400, "missing_idempotency_key", "send an Idempotency-Key header with each move"
-            )
-        if _KEY.fullmatch(key) is None:
-            raise ApiError(
-                400, "bad_idempotency_key", "an Idempotency-Key is 1-64 of A-Z a-z 0-9 . _ : -"
-            )
-        body = decode_body(await request.json_body(self.config.max_body_bytes), _MOVE, "move")
-        if body.seat is not None and body.seat != seat:
-            raise ApiError(403, "wrong_seat", f"this token plays seat {seat}, not seat {body.seat}")
-        command = _command(body, seat)
+        # too many moves rejected lately. A move is counted in the call that sends it; a
+        # request that is no move, or a copy of one on its way, is counted on its own first.
+        charge = Charge(self.moves, f"{match_id}:{seat}", [(self.rejected_moves, digest)])
+        try:
+            key, command = await self._move_of(request, seat)
+        except ApiError:
+            await charge.hit(self.redis)
+            raise
         command_id = f"gw:{seat}:{key}"
-        outcome, done = await self._await(match_id, command_id, command)
+        if (match_id, command_id) in self.hub.flights:
+            await charge.hit(self.redis)
+            outcome, done = await self._await(match_id, command_id, command)
+        else:
+            outcome, done = await self._await(match_id, command_id, command, charge)
+        headers = charge.headers()
         if outcome is not None and outcome.rejection is not None:
             r = outcome.rejection
             log.debug("move rejected", match_id=match_id, seat=seat, reason=r.reason)
@@ -1020,6 +1015,23 @@ class Gateway:
         return Response.json(
             {"accepted": True, "version": version, "replayed": outcome.replayed}, 200, headers
         )
+
+    async def _move_of(self, request: Request, seat: int) -> tuple[str, Move | Resign | Abort]:
+        """The Idempotency-Key and the command of a move request; ApiError when it is not a
+        well-formed move of the seat."""
+        key = request.header(b"idempotency-key")
+        if key is None:
+            raise ApiError(
+                400, "missing_idempotency_key", "send an Idempotency-Key header with each move"
+            )
+        if _KEY.fullmatch(key) is None:
+            raise ApiError(
+                400, "bad_idempotency_key", "an Idempotency-Key is 1-64 of A-Z a-z 0-9 . _ : -"
+            )
+        body = decode_body(await request.json_body(self.config.max_body_bytes), _MOVE, "move")
+        if body.seat is not None and body.seat != seat:
+            raise ApiError(403, "wrong_seat", f"this token plays seat {seat}, not seat {body.seat}")
+        return key, _command(body, seat)
 
     # -- misc ----------------------------------------------------------------------------------
 
@@ -1117,6 +1129,9 @@ def create_app(
     gw = Gateway(settings, config or GatewaySettings(), url)
     p = Players(gw)
     m = f"{API}/matches/{{match_id}}"
+    moves = (f"{m}/seats/{{seat:int}}/moves", Endpoint(gw.move))
+    seat_stream = (f"{m}/seats/{{seat:int}}/stream", Endpoint(gw.seat_stream))
+    play = (f"{API}/account/play", Endpoint(p.play))
     routes = [
         Route("/healthz", Endpoint(gw.health), methods=["GET"]),
         Route(f"{API}/openapi.json", Endpoint(gw.openapi), methods=["GET"]),
@@ -1127,8 +1142,8 @@ def create_app(
         Route(m, Endpoint(gw.cancel_match), methods=["DELETE"]),
         Route(f"{m}/join", Endpoint(gw.join), methods=["POST"]),
         Route(f"{m}/stream", Endpoint(gw.spectate), methods=["GET"]),
-        Route(f"{m}/seats/{{seat:int}}/stream", Endpoint(gw.seat_stream), methods=["GET"]),
-        Route(f"{m}/seats/{{seat:int}}/moves", Endpoint(gw.move), methods=["POST"]),
+        Route(*seat_stream, methods=["GET"]),
+        Route(*moves, methods=["POST"]),
         Route(f"{API}/accounts", Endpoint(p.register), methods=["POST"]),
         Route(f"{API}/accounts/{{name}}", Endpoint(p.public), methods=["GET"]),
         Route(f"{API}/accounts/{{name}}/ban", Endpoint(p.ban), methods=["POST"]),
@@ -1138,7 +1153,7 @@ def create_app(
         Route(f"{API}/account/token", Endpoint(p.rotate), methods=["POST"]),
         Route(f"{API}/account/token", Endpoint(p.revoke), methods=["DELETE"]),
         Route(f"{API}/account/stream", Endpoint(p.events), methods=["GET"]),
-        Route(f"{API}/account/play", Endpoint(p.play), methods=["GET"]),
+        Route(*play, methods=["GET"]),
         Route(f"{API}/challenges", Endpoint(p.challenge), methods=["POST"]),
         Route(f"{API}/challenges", Endpoint(p.challenges), methods=["GET"]),
         Route(f"{API}/challenges/{{challenge_id}}/accept", Endpoint(p.accept), methods=["POST"]),
@@ -1155,10 +1170,13 @@ def create_app(
         Route(f"{API}/arenas/{{arena_id}}/start", Endpoint(p.start_arena), methods=["POST"]),
         Route(f"{API}/arenas/{{arena_id}}/stream", Endpoint(p.arena_stream), methods=["GET"]),
     ]
-    app = Starlette(
+    app = App(
         routes=routes,
         lifespan=gw.lifespan,
         exception_handlers={404: _not_found, 405: _http_error},
+        # the hot paths (moves, and every line of the players' streams) skip the router's walk
+        # and the middleware's wrapping of each write
+        fast=[("POST", *moves), ("GET", *seat_stream), ("GET", *play)],
     )
     app.state.gateway = gw
     return app

@@ -187,6 +187,11 @@ def _settle(waiter: asyncio.Future[None]) -> None:
         waiter.set_result(None)
 
 
+def _unknown(fut: asyncio.Future[Outcome]) -> None:
+    if not fut.done():
+        fut.set_result(Outcome())
+
+
 class Feed:
     """A match followed by this gateway: its state folded from the log, and its receivers."""
 
@@ -415,6 +420,17 @@ class Hub:
         self._waiters.setdefault((match_id, command_id), []).append(fut)
         self._watched[match_id] = self._watched.get(match_id, 0) + 1
         return fut
+
+    async def outcome(self, fut: asyncio.Future[Outcome], timeout: float) -> Outcome:
+        """What :meth:`expect`'s future resolves to; an empty Outcome (unknown) if nothing
+        came within ``timeout`` seconds."""
+        if not fut.done():
+            handle = asyncio.get_running_loop().call_later(timeout, _unknown, fut)
+            try:
+                return await fut
+            finally:
+                handle.cancel()
+        return fut.result()
 
     def forget(self, match_id: str, command_id: str, fut: asyncio.Future[Outcome]) -> None:
         """Stop waiting for a command (answered, timed out or given up)."""

@@ -43,30 +43,44 @@ STREAM_RETRY_S = 1.0
 CAP_RETRY_S = 10.0
 """The longest a client over a cap is told to wait: a match starting frees its holds at once."""
 
+BUCKET = """
+-- A token bucket (hash: tokens left, when counted in microseconds) at rate a second, burst at
+-- once. cost 1 takes a token if one is left; cost 0 only looks. Returns 1 if a token was left
+-- (else 0), and the tokens left after.
+local function take(key, rate, burst, cost, now)
+  local state = redis.call('HMGET', key, 'tokens', 'at')
+  local tokens = burst
+  if state[1] then
+    local elapsed = math.max(0, now - tonumber(state[2])) / 1000000
+    tokens = math.min(burst, tonumber(state[1]) + elapsed * rate)
+  end
+  if tokens < 1 then
+    return 0, tokens
+  end
+  if cost > 0 then
+    tokens = tokens - cost
+    redis.call('HSET', key, 'tokens', tokens, 'at', now)
+    -- once full again the bucket is like a new one: forget it then
+    redis.call('PEXPIRE', key, math.ceil((burst - tokens) / rate * 1000) + 1000)
+  end
+  return 1, tokens
+end
+local function microseconds()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+"""
+"""The token bucket's Lua: TAKE runs it, and so does a script that charges a request as it
+does its work (the moves sender, :class:`Charge`)."""
+
 TAKE = LuaScript(
-    """
--- KEYS[1]: a token bucket (hash: tokens left, when counted in microseconds)
--- ARGV: rate (a second), burst, cost (1: take a token; 0: only look whether one is left)
+    BUCKET
+    + """
+-- KEYS[1]: a token bucket; ARGV: rate (a second), burst, cost
 -- Returns {1 if a token was left (and, at cost 1, is taken now), else 0; tokens left, as text}
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local rate, burst, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
-local tokens = burst
-if state[1] then
-  local elapsed = math.max(0, now - tonumber(state[2])) / 1000000
-  tokens = math.min(burst, tonumber(state[1]) + elapsed * rate)
-end
-if tokens < 1 then
-  return {0, string.format('%.6f', tokens)}
-end
-if cost > 0 then
-  tokens = tokens - cost
-  redis.call('HSET', KEYS[1], 'tokens', tokens, 'at', now)
-  -- once full again the bucket is like a new one: forget it then
-  redis.call('PEXPIRE', KEYS[1], math.ceil((burst - tokens) / rate * 1000) + 1000)
-end
-return {1, string.format('%.6f', tokens)}
+local allowed, tokens = take(
+  KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), microseconds())
+return {allowed, string.format('%.6f', tokens)}
 """
 )
 
@@ -242,6 +256,50 @@ async def _take(
             raise reply
         answers.append((bool(int(reply[0])), limit.quota(float(reply[1]))))
     return answers
+
+
+class Charge:
+    """One request counted as :meth:`RateLimit.hit` counts it (a token of ``limit`` taken
+    for ``subject``, refused while any ``unless_spent`` bucket is empty): by :meth:`hit`, or
+    by a script that does the request's work in the same call — it runs :data:`BUCKET` on
+    :meth:`keys` with :meth:`args`, in this order, and hands its answers to :meth:`settle`."""
+
+    __slots__ = ("buckets", "limit", "quota", "subject", "unless_spent")
+
+    def __init__(
+        self, limit: RateLimit, subject: str, unless_spent: Sequence[tuple[RateLimit, str]] = ()
+    ) -> None:
+        self.limit = limit
+        self.subject = subject
+        self.unless_spent = unless_spent
+        self.buckets = [(limit, subject, 1), *((b, who, 0) for b, who in unless_spent)]
+        self.quota: Quota | None = None  # where the subject stands, once counted
+
+    async def hit(self, redis: Client) -> Quota:
+        """Count the request now, on its own (:meth:`RateLimit.hit`)."""
+        self.quota = await self.limit.hit(redis, self.subject, unless_spent=self.unless_spent)
+        return self.quota
+
+    def keys(self) -> list[str]:
+        """The buckets' keys."""
+        return [b.key(who) for b, who, _ in self.buckets]
+
+    def args(self) -> list[float]:
+        """Each bucket's rate, burst and cost, in turn."""
+        return [x for b, _, cost in self.buckets for x in (b.rate, b.burst, cost)]
+
+    def settle(self, allowed: Sequence[int | bytes], tokens: Sequence[bytes | str]) -> Quota:
+        """Raise LimitExceeded for the first bucket that had no token, as :meth:`RateLimit.hit`
+        does; else return (and keep) the subject's quota."""
+        for (limit, _, _), ok, left in zip(self.buckets, allowed, tokens, strict=True):
+            if not int(ok):
+                raise limit.exceeded(limit.quota(float(left)))
+        self.quota = self.limit.quota(float(tokens[0]))
+        return self.quota
+
+    def headers(self) -> list[tuple[bytes, bytes]]:
+        """The ``RateLimit-*`` headers of the subject's quota, once counted."""
+        return [] if self.quota is None else self.quota.headers()
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,31 +1,61 @@
 """Commands to the referee, many per round trip.
 
-Each move is one Lua call: send the command unless its id was already applied (then return
-the versions it made). Calls made while a batch is on its way to Redis go together in the
-next pipeline, so a busy gateway pays one round trip per batch rather than per move.
+Each move is one Lua call: count it against the seat's move limit (:class:`Charge`: refused,
+nothing sent, when over), then send the command unless its id was already applied (then
+return the versions it made). Calls made while a batch is on its way to Redis go together in
+the next pipeline, so a busy gateway pays one round trip per batch rather than per move.
+
+The gateway's Redis is one node: a charged call's keys (the match's, the seat's bucket, the
+token's bucket of rejected moves) need not share a cluster slot.
 """
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any, cast
 
 from redis.asyncio import Redis
 
 from events.model import AnyCommand
 from services.core.commands import command_message
-from services.redis.lua import Call, LuaScript
+from services.gateway.limits import BUCKET, Charge
+from services.redis.lua import Arg, Call, LuaScript
 from services.store.keys import Keys
 
 SEND = LuaScript(
-    """
--- KEYS: the match's dedupe hash, its partition's command stream
--- ARGV: command id, command envelope
+    BUCKET
+    + """
+-- KEYS: the match's dedupe hash, its partition's command stream, then any token buckets the
+--   command is charged to (limits.Charge: the first takes a token, the others are looked at)
+-- ARGV: command id, command envelope, then each bucket's rate, burst and cost
+-- Returns {what, each bucket's 1 or 0 (a token was left), each bucket's tokens left}: what
+-- is 'refused' (a bucket had no token: nothing sent), 'sent', or the versions the command
+-- id made when it was applied before (first:last; not sent again).
+local n = #KEYS - 2
+local reply = {'sent'}
+if n > 0 then
+  local now = microseconds()
+  for i = 1, n do
+    local at = 3 * i
+    local ok, left = take(
+      KEYS[2 + i], tonumber(ARGV[at]), tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), now)
+    if ok == 0 then
+      reply[1] = 'refused'
+    end
+    reply[1 + i] = ok
+    reply[1 + n + i] = string.format('%.6f', left)
+  end
+  if reply[1] == 'refused' then
+    return reply
+  end
+end
 local done = redis.call('HGET', KEYS[1], ARGV[1])
 if done then
-  return done
+  reply[1] = done
+  return reply
 end
 redis.call('XADD', KEYS[2], '*', '__data__', ARGV[2])
-return false
+return reply
 """
 )
 
@@ -37,21 +67,34 @@ class CommandSender:
         self.redis = redis
         self.topo = topo
         self.reply_to = reply_to
-        self._queue: list[tuple[Call, asyncio.Future[bytes | None]]] = []
+        self._queue: list[tuple[Call, asyncio.Future[list[Any]]]] = []
         self._flushing = False
         self.batches = 0
 
-    async def send(self, match_id: str, command_id: str, command: AnyCommand) -> bytes | None:
+    async def send(
+        self, match_id: str, command_id: str, command: AnyCommand, charge: Charge | None = None
+    ) -> bytes | None:
         """Send ``command`` unless ``command_id`` was applied to the match already; then
-        return the versions it made (``first:last``), else None."""
+        return the versions it made (``first:last``), else None. With a ``charge``, the
+        command is counted against its limit first and not sent when over it (LimitExceeded).
+        """
         message = command_message(self.topo, match_id, command_id, command, self.reply_to)
         keys = [self.topo.dedupe(match_id), message.stream]
-        fut: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
-        self._queue.append(((keys, [command_id, message.payload]), fut))
+        args: list[Arg] = [command_id, message.payload]
+        if charge is not None:
+            keys += charge.keys()
+            args += charge.args()
+        fut: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
+        self._queue.append(((keys, args), fut))
         if not self._flushing:
             self._flushing = True
             asyncio.create_task(self._flush())  # noqa: RUF006 - every caller awaits its future
-        return await fut
+        reply = await fut
+        what = reply[0]
+        if charge is not None:
+            n = (len(reply) - 1) // 2
+            charge.settle(reply[1 : 1 + n], reply[1 + n :])
+        return None if what == b"sent" else cast(bytes, what)
 
     async def _flush(self) -> None:
         try:
