@@ -52,6 +52,7 @@ from services.core.commands import new_match_id
 from services.gateway.config import GatewaySettings
 from services.gateway.http import ApiError, App, Endpoint, Request, Response, decode_body
 from services.gateway.hub import FeedUnavailable, Flight, Hub, Outcome
+from services.gateway.lane import Lane
 from services.gateway.limits import Cap, Charge, Concurrency, Lease, RateLimit, release_match
 from services.gateway.openapi import openapi
 from services.gateway.players import Players
@@ -181,7 +182,8 @@ class Gateway:
         store = RedisEventStore(
             redis, partitions=self.settings.partitions, prefix=self.settings.prefix
         )
-        hub = Hub(redis, store, self.topo, self.replies, self.config.stream_buffer_bytes)
+        lanes = Lane(self.redis_url), Lane(self.redis_url)  # the moves', the hub's tail
+        hub = Hub(redis, store, self.topo, self.replies, self.config.stream_buffer_bytes, lanes[1])
         await hub.start()
         accounts = Accounts(redis, self.topo)
         feeds = AccountFeeds(redis, self.topo)
@@ -192,7 +194,7 @@ class Gateway:
             redis=redis,
             store=store,
             lobby=Lobby(redis, self.topo, self.config.token_ttl_s),
-            sender=CommandSender(redis, self.topo, self.replies),
+            sender=CommandSender(lanes[0], self.topo, self.replies),
             hub=hub,
             accounts=accounts,
             feeds=feeds,
@@ -218,6 +220,8 @@ class Gateway:
             sweeper.cancel()
             await asyncio.gather(sweeper, *background, return_exceptions=True)
             await hub.stop()
+            for lane in lanes:
+                await lane.aclose()
             for streams in (self.seat_streams, self.account_streams, self.public_streams):
                 await streams.close()
             self._running = None

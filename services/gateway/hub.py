@@ -30,6 +30,7 @@ from engine.views import redact, view_for
 from events.codec import JSON, DecodeError
 from events.envelope import Envelope
 from events.model import AnyCommand, AnyEvent, MatchEnded, Rejection, RoundEnded, TurnTimedOut
+from services.gateway.lane import Lane
 from services.gateway.protocol import EventLine, Snapshot, TurnLine, frame
 from services.store.keys import Keys
 from services.store.redis import RedisEventStore
@@ -187,6 +188,14 @@ def _settle(waiter: asyncio.Future[None]) -> None:
         waiter.set_result(None)
 
 
+def _fields(flat: Sequence[bytes] | None) -> dict[bytes, bytes]:
+    """A stream entry's fields, from Redis's flat list of names and values."""
+    if not flat:
+        return {}
+    it = iter(flat)
+    return dict(zip(it, it, strict=True))
+
+
 def _unknown(fut: asyncio.Future[Outcome]) -> None:
     if not fut.done():
         fut.set_result(Outcome())
@@ -302,8 +311,10 @@ class Hub:
         topo: Keys,
         replies: str,
         buffer_limit: int,
+        tail: Lane,
     ) -> None:
         self.redis = redis
+        self.tail = tail  # the blocking XREAD's own connection
         self.store = store
         self.topo = topo
         self.replies = replies
@@ -450,8 +461,11 @@ class Hub:
 
     async def _tail(self) -> None:
         while True:
+            positions = self._positions
             try:
-                reply = await self.redis.xread(cast(dict[Any, Any], self._positions), block=1000)
+                reply = await self.tail.call(
+                    "XREAD", "BLOCK", 1000, "STREAMS", *positions, *positions.values()
+                )
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -462,15 +476,18 @@ class Hub:
                 self._dispatch(cast(list[Any], reply))
 
     def _dispatch(self, reply: Sequence[Any]) -> None:
+        """Handle an XREAD's entries, as Redis sends them: [stream, [[id, [field, value,
+        ...]], ...]] for each stream."""
         touched: dict[str, Feed] = {}
         feeds, watched = self.feeds, self._watched
         for raw_key, entries in reply:
             key = raw_key.decode() if isinstance(raw_key, bytes) else raw_key
             self._positions[key] = entries[-1][0]
             if key == self.replies:
-                self._rejections(entries)
+                self._rejections([_fields(flat) for _, flat in entries])
                 continue
-            for _, fields in entries:
+            for _, flat in entries:
+                fields = _fields(flat)
                 raw_match = fields.get(b"match")
                 if raw_match is None:
                     continue
@@ -495,8 +512,8 @@ class Hub:
         for feed in touched.values():
             self._settle_turn(feed)
 
-    def _rejections(self, entries: Sequence[Any]) -> None:
-        for _, fields in entries:
+    def _rejections(self, entries: Sequence[dict[bytes, bytes]]) -> None:
+        for fields in entries:
             try:
                 message = JSON.decode_rejected(fields.get(DATA, b""))
             except DecodeError as e:

@@ -3,7 +3,8 @@
 Each move is one Lua call: count it against the seat's move limit (:class:`Charge`: refused,
 nothing sent, when over), then send the command unless its id was already applied (then
 return the versions it made). Calls made while a batch is on its way to Redis go together in
-the next pipeline, so a busy gateway pays one round trip per batch rather than per move.
+the next pipeline, so a busy gateway pays one round trip per batch rather than per move; the
+batches go over a :class:`Lane` of their own.
 
 The gateway's Redis is one node: a charged call's keys (the match's, the seat's bucket, the
 token's bucket of rejected moves) need not share a cluster slot.
@@ -14,10 +15,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any, cast
 
-from redis.asyncio import Redis
-
 from events.model import AnyCommand
 from services.core.commands import command_message
+from services.gateway.lane import Lane
 from services.gateway.limits import BUCKET, Charge
 from services.redis.lua import Arg, Call, LuaScript
 from services.store.keys import Keys
@@ -63,8 +63,8 @@ return reply
 class CommandSender:
     """Queues commands for the referee and sends them in pipelined batches, one at a time."""
 
-    def __init__(self, redis: Redis, topo: Keys, reply_to: str) -> None:
-        self.redis = redis
+    def __init__(self, lane: Lane, topo: Keys, reply_to: str) -> None:
+        self.lane = lane  # a connection of its own: a batch is one write and one read
         self.topo = topo
         self.reply_to = reply_to
         self._queue: list[tuple[Call, asyncio.Future[list[Any]]]] = []
@@ -102,7 +102,7 @@ class CommandSender:
                 batch, self._queue = self._queue, []
                 self.batches += 1
                 try:
-                    replies = await SEND.many(self.redis, [call for call, _ in batch])
+                    replies = await self.lane.run(SEND, [call for call, _ in batch])
                 except Exception as e:
                     for _, fut in batch:
                         if not fut.done():

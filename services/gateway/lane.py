@@ -1,0 +1,202 @@
+"""A lean Redis connection for the gateway's hottest calls: the moves' scripts, pipelined, and
+the blocking read of the logs.
+
+redis-py's asyncio client pays on every call for its connection pool, a timeout around each
+write and read, retries and response callbacks; under the gateway bench, the sender's
+pipelines and the hub's XREADs spent a quarter of the gateway's CPU there. A :class:`Lane` is
+one connection that writes each batch of commands at once (packed by hiredis) and hands the
+batch its replies, parsed by hiredis, in order, raw as Redis sends them (an XREAD entry's
+fields are a flat list). Everything else the gateway does goes through redis-py.
+
+It speaks to the Redis node of a ``redis://``, ``rediss://`` or ``unix://`` URL, as its user,
+password and database. A lost connection fails the batches waiting on it with redis-py's
+ConnectionError (a RedisError: the gateway answers 503, the hub retries); the next call
+connects again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections import deque
+from collections.abc import Sequence
+from typing import Any, cast
+
+import hiredis
+from redis.connection import SSLConnection, parse_url
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import NoScriptError, ResponseError
+
+from services.redis.lua import Arg, Call, LuaScript
+
+_CERTS = {"none": ssl.CERT_NONE, "optional": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
+
+
+class _Batch:
+    """Commands written together, waiting for their replies."""
+
+    __slots__ = ("done", "replies", "size")
+
+    def __init__(self, size: int, done: asyncio.Future[list[Any]]) -> None:
+        self.size = size
+        self.replies: list[Any] = []
+        self.done = done
+
+
+class _Connection(asyncio.Protocol):
+    """One socket to Redis: batches go out in order, replies come back in order."""
+
+    def __init__(self) -> None:
+        self.reader = hiredis.Reader()  # an error reply comes as a ReplyError, not raised
+        self.waiting: deque[_Batch] = deque()
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)
+
+    def send(self, commands: Sequence[Sequence[Arg]]) -> asyncio.Future[list[Any]]:
+        done: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
+        if self.closed or self.transport is None:
+            done.set_exception(RedisConnectionError("the connection to Redis is closed"))
+            return done
+        self.waiting.append(_Batch(len(commands), done))
+        self.transport.write(b"".join(hiredis.pack_command(_args(c)) for c in commands))
+        return done
+
+    def data_received(self, data: bytes) -> None:
+        reader = self.reader
+        reader.feed(data)
+        try:
+            while (reply := reader.gets()) is not False:
+                batch = self.waiting[0]
+                if isinstance(reply, hiredis.ReplyError):
+                    reply = _error(str(reply))
+                batch.replies.append(reply)
+                if len(batch.replies) == batch.size:
+                    self.waiting.popleft()
+                    if not batch.done.done():
+                        batch.done.set_result(batch.replies)
+        except (hiredis.ProtocolError, IndexError) as e:  # nothing more can be trusted
+            self._fail(RedisConnectionError(f"Redis sent what the lane cannot read: {e!r}"))
+            if self.transport is not None:
+                self.transport.abort()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._fail(RedisConnectionError(f"lost the connection to Redis: {exc or 'closed'}"))
+
+    def _fail(self, error: Exception) -> None:
+        self.closed = True
+        while self.waiting:
+            batch = self.waiting.popleft()
+            if not batch.done.done():
+                batch.done.set_exception(error)
+
+    def close(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.close()
+
+
+def _args(command: Sequence[Arg]) -> tuple[Any, ...]:
+    return tuple(command)  # hiredis's stub types its argument as a tuple of one
+
+
+def _error(message: str) -> ResponseError:
+    if message.startswith("NOSCRIPT"):
+        return NoScriptError(message)
+    return ResponseError(message)
+
+
+class Lane:
+    """One pipelined connection to the Redis node at ``url``, connected on first use."""
+
+    def __init__(self, url: str) -> None:
+        self.options: dict[str, Any] = parse_url(url)  # type: ignore[no-untyped-call]
+        self._connection: _Connection | None = None
+        self._lock = asyncio.Lock()
+
+    async def pipeline(self, commands: Sequence[Sequence[Arg]]) -> list[Any]:
+        """Send the commands at once; their replies in order, an error reply as its exception
+        (ResponseError, NoScriptError). Raises ConnectionError when Redis cannot be reached or
+        the connection is lost before every reply came."""
+        connection = self._connection
+        if connection is None or connection.closed:
+            connection = await self._connect()
+        return await connection.send(commands)
+
+    async def call(self, *args: Arg) -> Any:
+        """One command's reply; an error reply is raised."""
+        (reply,) = await self.pipeline([args])
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+    async def run(self, script: LuaScript, calls: Sequence[Call]) -> list[Any]:
+        """``script`` once per call in one batch, as :meth:`LuaScript.many` runs it: by SHA,
+        loaded first if the server lost it; a failed call's exception in its slot."""
+        commands = [("EVALSHA", script.sha, len(keys), *keys, *args) for keys, args in calls]
+        results = await self.pipeline(commands)
+        missing = [i for i, result in enumerate(results) if isinstance(result, NoScriptError)]
+        if missing:
+            await self.call("SCRIPT", "LOAD", script.source)
+            retried = await self.pipeline([commands[i] for i in missing])
+            for i, result in zip(missing, retried, strict=True):
+                results[i] = result
+        return results
+
+    async def aclose(self) -> None:
+        """Close the connection (a later call opens another)."""
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    async def _connect(self) -> _Connection:
+        async with self._lock:
+            connection = self._connection
+            if connection is not None and not connection.closed:
+                return connection
+            loop = asyncio.get_running_loop()
+            options = self.options
+            try:
+                if "path" in options:
+                    _, connection = await loop.create_unix_connection(_Connection, options["path"])
+                else:
+                    _, connection = await loop.create_connection(
+                        _Connection,
+                        options.get("host", "localhost"),
+                        options.get("port", 6379),
+                        ssl=_tls(options),
+                    )
+            except OSError as e:
+                raise RedisConnectionError(f"cannot reach Redis: {e}") from e
+            hello: list[tuple[Arg, ...]] = []
+            if options.get("password"):
+                user = options.get("username")
+                secret = options["password"]
+                hello.append(("AUTH", user, secret) if user else ("AUTH", secret))
+            if options.get("db"):
+                hello.append(("SELECT", options["db"]))
+            if hello:
+                for reply in await connection.send(hello):
+                    if isinstance(reply, Exception):
+                        connection.close()
+                        raise reply
+            self._connection = connection
+            return connection
+
+
+def _tls(options: dict[str, Any]) -> ssl.SSLContext | None:
+    """The TLS context of a ``rediss://`` URL's options (its ``ssl_cert_reqs``, and
+    ``ssl_ca_certs``, ``ssl_certfile``, ``ssl_keyfile`` if given), or None."""
+    kind = options.get("connection_class")
+    if not (isinstance(kind, type) and issubclass(kind, SSLConnection)):
+        return None
+    context = ssl.create_default_context(cafile=options.get("ssl_ca_certs"))
+    if options.get("ssl_certfile"):
+        context.load_cert_chain(options["ssl_certfile"], options.get("ssl_keyfile"))
+    reqs = _CERTS.get(str(options.get("ssl_cert_reqs", "required")).lower(), ssl.CERT_REQUIRED)
+    if reqs != ssl.CERT_REQUIRED:
+        context.check_hostname = False
+    context.verify_mode = reqs
+    return context
