@@ -876,7 +876,9 @@ class Gateway:
             raise ApiError(400, "bad_resume", "after / Last-Event-ID is an event id: 0, 1, 2, ...")
         return int(raw)
 
-    def _everything(self, request: Request) -> bool:
+    def wants_everything(self, request: Request) -> bool:
+        """Whether a stream sends every event (``events=all``, the default) or, with
+        ``events=minimal``, only those :func:`essential` keeps; 422 for anything else."""
         events = request.query("events")
         if events not in (None, "all", "minimal"):
             raise ApiError(422, "invalid_query", "events is all or minimal")
@@ -904,7 +906,7 @@ class Gateway:
         await self._authorize(request, match_id, seat)
         after = self.resume_point(request)
         sse = self.wants_sse(request)
-        everything = self._everything(request)
+        everything = self.wants_everything(request)
         until_turn = self._until_turn(request)
         lease = await self.seat_streams.acquire(self.redis, f"{match_id}:{seat}")
         try:
@@ -920,7 +922,7 @@ class Gateway:
         match_id = self._match_id(request)
         after = self.resume_point(request)
         sse = self.wants_sse(request)
-        everything = self._everything(request)
+        everything = self.wants_everything(request)
         if match_id not in self.hub.feeds:
             exists = await self.lobby.get(match_id) is not None
             if not exists and await self.store.version(match_id) == 0:

@@ -684,7 +684,7 @@ def _player_paths() -> dict[str, Any]:
                 "summary": "Every seat the account holds on one connection: each seat "
                 "stream's line wrapped with its match and seat; new matches join as they start",
                 "security": _ACCOUNT,
-                "parameters": [_FORMAT],
+                "parameters": [_FORMAT, _STREAM_PARAMS[-1]],
                 "responses": _as_account(
                     {
                         "200": _lines(

@@ -115,6 +115,7 @@ class Host(Protocol):
     def deadline_of(self, asked: int | None, open_seats: bool) -> int: ...
     def resume_point(self, request: Request) -> int | None: ...
     def wants_sse(self, request: Request) -> bool: ...
+    def wants_everything(self, request: Request) -> bool: ...
     async def rating_of(self, account_id: str, family: str) -> float: ...
     async def seats_of(self, account: Account, match_id: str) -> list[int]: ...
     async def open_account_stream(self, account: Account) -> Callable[[], Awaitable[None]]: ...
@@ -467,6 +468,7 @@ class Players:
         looked up when it is LOOK_S since the last look, and every POLL_S when all is quiet."""
         account = await self.gw.account(request)
         sse = self.gw.wants_sse(request)
+        everything = self.gw.wants_everything(request)
         lease = await self.gw.open_account_stream(account)
         gw = self.gw
         hub = gw.hub
@@ -495,7 +497,9 @@ class Players:
                                     match_id.encode(),
                                     seat,
                                 )
-                                sub, _ = hub.subscribe(feed, seat, False, None, waker=waker)
+                                sub, _ = hub.subscribe(
+                                    feed, seat, False, None, everything, waker=waker
+                                )
                                 heads[sub] = (match_id, head)
                                 followed[match_id] += 1
                     out: list[bytes] = []

@@ -478,10 +478,9 @@ async def _cheap(port: int, tokens: list[str], start_at: float) -> tuple[int, li
 
         return on_line
 
+    path = "/api/v1/account/play?events=minimal"  # turns and ends: all a player needs
     streams = [
-        await http1.open_stream(
-            "127.0.0.1", port, http1.request("GET", "/api/v1/account/play", t), player(t)
-        )
+        await http1.open_stream("127.0.0.1", port, http1.request("GET", path, t), player(t))
         for t in tokens
     ]
     try:

@@ -64,16 +64,24 @@ async def next_event(
 
 
 async def play_account(
-    client: httpx.AsyncClient, token: str, matches: int, timeout: float = 60.0
+    client: httpx.AsyncClient,
+    token: str,
+    matches: int,
+    timeout: float = 60.0,
+    seen: set[str] | None = None,
+    **params: Any,
 ) -> list[str]:
     """Play every seat of the account until ``matches`` matches have ended; return their
-    ids. Moves are the first legal one, posted with the account token."""
+    ids. Moves are the first legal one, posted with the account token; ``seen`` collects the
+    types of the events that came."""
     ended: list[str] = []
 
     async def run() -> None:
-        async for wrapped in lines(client, "/api/v1/account/play", token):
+        async for wrapped in lines(client, "/api/v1/account/play", token, **params):
             line = wrapped["line"]
             match_id, seat = wrapped["match_id"], wrapped["seat"]
+            if line["type"] == "event" and seen is not None:
+                seen.add(line["event"]["type"])
             if line["type"] == "event" and line["event"]["type"] == "match_ended":
                 if match_id not in ended:
                     ended.append(match_id)
@@ -222,7 +230,9 @@ async def test_one_account_plays_both_partner_seats_over_one_stream(gateways: Ga
                 f"/api/v1/matches/{match_id}/join", json={"seat": seat}, headers=auth(token)
             )
             assert r.status_code == 201, r.text
-        assert await play_account(client, token, 1) == [match_id]
+        seen: set[str] = set()
+        assert await play_account(client, token, 1, seen=seen, events="minimal") == [match_id]
+    assert "match_ended" in seen and "tile_played" not in seen  # minimal: no one's plays
 
 
 async def test_seeks_pair_accounts_and_house_bots_fill_after_the_wait(gateways: Gateways) -> None:

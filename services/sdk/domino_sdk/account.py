@@ -237,14 +237,18 @@ class AccountClient:
                 resume = event.id
                 yield event
 
-    async def play(self) -> AsyncGenerator[PlayLine, None]:
+    async def play(self, events: str = "all") -> AsyncGenerator[PlayLine, None]:
         """Every line of every seat the account holds, for ever, matches joining as they
         start. After a dropped connection each live match starts again with a snapshot (and
-        the turn when it is the seat's move): a line may come twice, none is lost."""
+        the turn when it is the seat's move): a line may come twice, none is lost.
+
+        ``events="minimal"`` leaves out every event but each seat's own timeouts and the ends
+        of rounds and of matches: enough for a bot that only answers its turns."""
+        query = {} if events == "all" else {"events": events}
         raw_lines = self._http.lines(
             f"{API}/account/play",
             self._auth,
-            dict,
+            lambda: dict(query),
             read_timeout=self.read_timeout,
             attempts=self.reconnects,
             on_reconnect=self._reconnected,

@@ -64,6 +64,12 @@ class Bot(abc.ABC):
         timeouts, and the ends of rounds and of the match.
         """
 
+    @property
+    def follows_events(self) -> bool:
+        """Whether this bot overrides :meth:`on_event`: a bot that does not only needs its
+        turns and how rounds end, so it asks for minimal streams."""
+        return type(self).on_event is not Bot.on_event
+
     # -- as an account -------------------------------------------------------------------------
 
     def accept(self, challenge: Challenge, live: int) -> bool:
@@ -158,8 +164,7 @@ class Bot(abc.ABC):
             log.debug("%s: playing", where)
             answered: set[int] = set()
             result: MatchEnded | None = None
-            # a bot that does not follow events only needs its turns and how rounds end
-            events = "all" if type(self).on_event is not Bot.on_event else "minimal"
+            events = "all" if self.follows_events else "minimal"
             async for line in seat_client.lines(events=events):
                 if isinstance(line, EventLine):
                     self.on_event(line.event, line.id)

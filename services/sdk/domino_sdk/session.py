@@ -300,7 +300,8 @@ class AccountSession:
     # -- the play stream -----------------------------------------------------------------------
 
     async def _play(self) -> None:
-        lines = self.client.play()
+        follows = getattr(self.bot, "follows_events", True)
+        lines = self.client.play(events="all" if follows else "minimal")
         async with contextlib.aclosing(lines):
             async for line in lines:
                 self._route(line)
