@@ -116,12 +116,14 @@ class ArenaRefused(Exception):
 
 class Entrant(msgspec.Struct, frozen=True, kw_only=True):
     """Someone in an arena: an account id or ``house:<pool>``, a name to show, when they
-    joined and (if so) left."""
+    joined and (if so) left, and their place in the order of joining (``seq``: two who joined
+    in the same millisecond keep the order they came in)."""
 
     key: str
     name: str
     joined: float
     left: float | None = None
+    seq: int = 0
 
 
 class Game(msgspec.Struct, frozen=True, kw_only=True):
@@ -301,7 +303,7 @@ class Arenas:
             return None
         joined = sorted(
             (msgspec.json.decode(v, type=Entrant) for v in entrants.values()),
-            key=lambda e: (e.joined, e.key),
+            key=lambda e: (e.joined, e.seq, e.key),
         )
         return Arena(
             id=arena_id,
@@ -455,9 +457,12 @@ class Arenas:
                 raise ArenaRefused(409, "arena_full", f"an arena holds {MAX_ENTRANTS} entrants")
             at = round(time.time() if now is None else now, 3)
             joined = known[entrant].joined if entrant in known else at
+            seq = known[entrant].seq if entrant in known else len(known) + 1
             change = _Commit()
             change.hset(
-                _ENTRANTS, entrant, _ENCODE.encode(Entrant(key=entrant, name=name, joined=joined))
+                _ENTRANTS,
+                entrant,
+                _ENCODE.encode(Entrant(key=entrant, name=name, joined=joined, seq=seq)),
             )
             change.line("joined", entrant={"key": entrant, "name": name})
             if await self._commit(arena_id, arena.version, change):
