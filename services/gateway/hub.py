@@ -122,13 +122,10 @@ class Subscriber:
         """Everything queued, at once; b"" after ``timeout`` with nothing to send; None at the
         end."""
         if not self.chunks and not self.finished:
-            loop = asyncio.get_running_loop()
-            waiter = self._waiter = loop.create_future()
-            handle = loop.call_later(timeout, _settle, waiter)
+            self._waiter = asyncio.get_running_loop().create_future()
             try:
-                await waiter
+                await _until(self._waiter, timeout)
             finally:
-                handle.cancel()
                 self._waiter = None
         return self.drain()
 
@@ -162,13 +159,10 @@ class Waker:
     async def wait(self, timeout: float) -> list[Subscriber]:
         """The subscribers that woke, waiting up to ``timeout`` seconds for one."""
         if not self.ready:
-            loop = asyncio.get_running_loop()
-            waiter = self._waiter = loop.create_future()
-            handle = loop.call_later(timeout, _settle, waiter)
+            self._waiter = asyncio.get_running_loop().create_future()
             try:
-                await waiter
+                await _until(self._waiter, timeout)
             finally:
-                handle.cancel()
                 self._waiter = None
         ready = list(self.ready)
         self.ready.clear()
@@ -181,6 +175,16 @@ def essential(event: AnyEvent, seat: int | None) -> bool:
     if isinstance(event, TurnTimedOut):
         return event.seat == seat
     return isinstance(event, RoundEnded | MatchEnded)
+
+
+async def _until(waiter: asyncio.Future[None], timeout: float) -> None:
+    """Wait for ``waiter`` to be settled, or ``timeout`` seconds (a timer, not wait_for: no
+    task is made)."""
+    handle = asyncio.get_running_loop().call_later(timeout, _settle, waiter)
+    try:
+        await waiter
+    finally:
+        handle.cancel()
 
 
 def _settle(waiter: asyncio.Future[None]) -> None:

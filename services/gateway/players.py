@@ -23,8 +23,8 @@ from engine.rules import Rules
 from services.gateway.config import GatewaySettings
 from services.gateway.http import ApiError, Request, Response, decode_body
 from services.gateway.hub import FeedUnavailable, Hub, Subscriber, Waker
-from services.gateway.protocol import KEEPALIVE_NDJSON, KEEPALIVE_SSE, RulesBody
-from services.gateway.streaming import NDJSON, SSE
+from services.gateway.protocol import RulesBody
+from services.gateway.streaming import start_stream
 from services.lobby.accounts import Account, AccountError, Accounts
 from services.lobby.arena import Format
 from services.lobby.arenas import Arena, ArenaRefused, Arenas
@@ -565,18 +565,7 @@ class LiveResponse:
         watcher = asyncio.create_task(_watch(receive, gone))
         loop = asyncio.get_running_loop()
         try:
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 200,
-                    "headers": [
-                        (b"content-type", SSE if self.sse else NDJSON),
-                        (b"cache-control", b"no-cache"),
-                        (b"x-accel-buffering", b"no"),
-                    ],
-                }
-            )
-            ping = KEEPALIVE_SSE if self.sse else KEEPALIVE_NDJSON
+            ping = await start_stream(send, self.sse)
             quiet_since = loop.time()
             async for chunk in self.lines:
                 if gone.is_set():

@@ -15,6 +15,23 @@ NDJSON = b"application/x-ndjson"
 SSE = b"text/event-stream"
 
 
+async def start_stream(send: Send, sse: bool) -> bytes:
+    """Begin a streamed answer (NDJSON or server-sent events, never cached or buffered by a
+    proxy); return the keep-alive its client expects."""
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [
+                (b"content-type", SSE if sse else NDJSON),
+                (b"cache-control", b"no-cache"),
+                (b"x-accel-buffering", b"no"),
+            ],
+        }
+    )
+    return KEEPALIVE_SSE if sse else KEEPALIVE_NDJSON
+
+
 class StreamResponse:
     """Writes ``first`` (snapshot or backlog), then the subscriber's lines until the match ends
     or the client goes away; a keep-alive after ``keepalive`` seconds of silence."""
@@ -39,18 +56,7 @@ class StreamResponse:
         sub = self.sub
         watcher = asyncio.create_task(self._watch(receive))
         try:
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 200,
-                    "headers": [
-                        (b"content-type", SSE if sub.sse else NDJSON),
-                        (b"cache-control", b"no-cache"),
-                        (b"x-accel-buffering", b"no"),
-                    ],
-                }
-            )
-            ping = KEEPALIVE_SSE if sub.sse else KEEPALIVE_NDJSON
+            ping = await start_stream(send, sub.sse)
             if self.first:
                 await send(
                     {"type": "http.response.body", "body": b"".join(self.first), "more_body": True}
