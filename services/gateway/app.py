@@ -69,7 +69,7 @@ from services.gateway.protocol import (
     RulesBody,
 )
 from services.gateway.seats import SeatCache
-from services.gateway.sender import CommandSender
+from services.gateway.sender import INFLIGHT, CommandSender
 from services.gateway.streaming import StreamResponse
 from services.lobby.accounts import Account, Accounts, digest, is_account_token
 from services.lobby.arena import Pairing
@@ -194,7 +194,9 @@ class Gateway:
             redis=redis,
             store=store,
             lobby=Lobby(redis, self.topo, self.config.token_ttl_s),
-            sender=CommandSender(lanes[0], self.topo, self.replies),
+            sender=CommandSender(
+                lanes[0], self.topo, self.replies, int(2000 * self.config.move_timeout_s)
+            ),
             hub=hub,
             accounts=accounts,
             feeds=feeds,
@@ -424,16 +426,20 @@ class Gateway:
         fut = hub.expect(match_id, command_id)
         try:
             done = await self.sender.send(match_id, command_id, command, charge)
-            if done is not None:
+            copy = done == INFLIGHT  # another gateway sent it: its outcome, as a replay
+            if done is not None and not copy:
                 return None, done
             # no answer in time is an empty Outcome: the answer may be lost or late, and the
             # store knows
             outcome = await hub.outcome(fut, self.config.move_timeout_s)
             if outcome.version is not None:
-                return outcome, None
+                return (Outcome(outcome.version, replayed=True) if copy else outcome), None
             done = cast(bytes | None, await self.redis.hget(self.topo.dedupe(match_id), command_id))
             if done is not None:
-                return Outcome(version=_first(done), replayed=outcome.rejection is not None), None
+                replayed = copy or outcome.rejection is not None
+                return Outcome(version=_first(done), replayed=replayed), None
+            if outcome.rejection is not None:  # refused: the id is free for a retry
+                await self.redis.delete(self.topo.inflight(match_id, command_id))
             return (None if outcome.rejection is None else outcome), None
         finally:
             hub.forget(match_id, command_id, fut)

@@ -25,20 +25,23 @@ from services.store.keys import Keys
 SEND = LuaScript(
     BUCKET
     + """
--- KEYS: the match's dedupe hash, its partition's command stream, then any token buckets the
---   command is charged to (limits.Charge: the first takes a token, the others are looked at)
--- ARGV: command id, command envelope, then each bucket's rate, burst and cost
+-- KEYS: the match's dedupe hash, its partition's command stream, the command's in-flight
+--   mark, then any token buckets the command is charged to (limits.Charge: the first takes
+--   a token, the others are looked at)
+-- ARGV: command id, command envelope, then each bucket's rate, burst and cost, then how long
+--   (ms) the in-flight mark lasts
 -- Returns {what, each bucket's 1 or 0 (a token was left), each bucket's tokens left}: what
--- is 'refused' (a bucket had no token: nothing sent), 'sent', or the versions the command
--- id made when it was applied before (first:last; not sent again).
-local n = #KEYS - 2
+-- is 'refused' (a bucket had no token: nothing sent), 'sent', 'inflight' (a copy sent by
+-- someone else is on its way: not sent again), or the versions the command id made when it
+-- was applied before (first:last; not sent again).
+local n = #KEYS - 3
 local reply = {'sent'}
 if n > 0 then
   local now = microseconds()
   for i = 1, n do
     local at = 3 * i
     local ok, left = take(
-      KEYS[2 + i], tonumber(ARGV[at]), tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), now)
+      KEYS[3 + i], tonumber(ARGV[at]), tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), now)
     if ok == 0 then
       reply[1] = 'refused'
     end
@@ -54,19 +57,29 @@ if done then
   reply[1] = done
   return reply
 end
+if not redis.call('SET', KEYS[3], '1', 'NX', 'PX', ARGV[#ARGV]) then
+  reply[1] = 'inflight'
+  return reply
+end
 redis.call('XADD', KEYS[2], '*', '__data__', ARGV[2])
 return reply
 """
 )
 
 
+INFLIGHT = b"inflight"
+"""What :meth:`CommandSender.send` returns for a command a copy of which, sent by another
+gateway, is still on its way: this one is its replay."""
+
+
 class CommandSender:
     """Queues commands for the referee and sends them in pipelined batches, one at a time."""
 
-    def __init__(self, lane: Lane, topo: Keys, reply_to: str) -> None:
+    def __init__(self, lane: Lane, topo: Keys, reply_to: str, inflight_ms: int = 10_000) -> None:
         self.lane = lane  # a connection of its own: a batch is one write and one read
         self.topo = topo
         self.reply_to = reply_to
+        self.inflight_ms = inflight_ms  # how long a sent command marks its id as on its way
         self._queue: list[tuple[Call, asyncio.Future[list[Any]]]] = []
         self._flushing = False
         self.batches = 0
@@ -75,15 +88,21 @@ class CommandSender:
         self, match_id: str, command_id: str, command: AnyCommand, charge: Charge | None = None
     ) -> bytes | None:
         """Send ``command`` unless ``command_id`` was applied to the match already; then
-        return the versions it made (``first:last``), else None. With a ``charge``, the
+        return the versions it made (``first:last``), or :data:`INFLIGHT` when a copy sent by
+        another gateway is on its way; else None. With a ``charge``, the
         command is counted against its limit first and not sent when over it (LimitExceeded).
         """
         message = command_message(self.topo, match_id, command_id, command, self.reply_to)
-        keys = [self.topo.dedupe(match_id), message.stream]
+        keys = [
+            self.topo.dedupe(match_id),
+            message.stream,
+            self.topo.inflight(match_id, command_id),
+        ]
         args: list[Arg] = [command_id, message.payload]
         if charge is not None:
             keys += charge.keys()
             args += charge.args()
+        args.append(self.inflight_ms)
         fut: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
         self._queue.append(((keys, args), fut))
         if not self._flushing:

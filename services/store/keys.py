@@ -109,6 +109,11 @@ class Keys:
         """The hash of command ids already applied to a match."""
         return f"{self.prefix}:{self.tag(self.partition_of(match_id))}:dedupe:{match_id}"
 
+    def inflight(self, match_id: str, command_id: str) -> str:
+        """Marks a command id sent and not yet answered (a gateway's move on its way)."""
+        tag = self.tag(self.partition_of(match_id))
+        return f"{self.prefix}:{tag}:inflight:{match_id}:{command_id}"
+
     def log(self, partition: int) -> str:
         """The notification log of a partition: every event of its matches, in append order."""
         return f"{self.prefix}:{self.tag(partition)}:log"

@@ -299,6 +299,42 @@ def test_two_posts_racing_with_one_idempotency_key_get_exactly_one_replayed_fals
     assert all(v == list(range(v[0], v[0] + len(v))) for v in moves.values())  # applied once
 
 
+def test_two_posts_of_one_key_racing_through_two_gateways_get_exactly_one_replayed_false(
+    racing: Gateways, gateways: Gateways
+) -> None:
+    """The first copy to reach Redis marks its id in flight; the other, from another gateway,
+    is not sent again and waits for that one's outcome, as its replay."""
+    g = racing
+    t = Table(g, rules={"target": 1000})
+
+    async def scenario() -> list[tuple[int, Any, Any]]:
+        trials: list[tuple[int, Any, Any]] = []
+        async with (
+            httpx.AsyncClient(base_url=g.url, timeout=10) as one,
+            httpx.AsyncClient(base_url=gateways.url, timeout=10) as other,
+        ):
+            for trial in range(12):
+                state = fold(await t.log())
+                seat = state.turn
+                assert seat is not None and state.phase == "playing"
+                move = body_of(legal_moves(state)[0])
+                headers = {**t.auth(seat), "idempotency-key": f"across-{trial}"}
+                a, b = await asyncio.gather(
+                    one.post(t.path(seat, "moves"), json=move, headers=headers),
+                    other.post(t.path(seat, "moves"), json=move, headers=headers),
+                )
+                trials.append((state.version + 1, a, b))
+        return trials
+
+    for version, a, b in asyncio.run(scenario()):
+        assert a.status_code == b.status_code == 200, (a.text, b.text)
+        answers = sorted([a.json(), b.json()], key=lambda x: x["replayed"])
+        assert answers == [
+            {"accepted": True, "version": version, "replayed": False},
+            {"accepted": True, "version": version, "replayed": True},
+        ]
+
+
 def test_a_retry_racing_its_original_is_never_told_rejected_when_the_move_was_applied(
     racing: Gateways,
 ) -> None:
