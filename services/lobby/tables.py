@@ -95,9 +95,14 @@ return 1
 )
 
 
+SEAT_TOKEN_PREFIX = "dst_"
+"""Every seat token begins with this (account tokens with ``dab_``): a token never begins with
+``-``, which a command line would take for an option."""
+
+
 def new_token() -> str:
-    """A fresh seat token: 256 random bits, URL-safe."""
-    return secrets.token_urlsafe(32)
+    """A fresh seat token: the prefix and 256 random bits, URL-safe."""
+    return SEAT_TOKEN_PREFIX + secrets.token_urlsafe(32)
 
 
 def token_hash(token: str) -> str:

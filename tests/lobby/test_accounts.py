@@ -9,8 +9,10 @@ from redis.asyncio import Redis
 
 from engine.rules import Rules
 from services.lobby.accounts import AccountError, Accounts
+from services.lobby.accounts import new_token as account_token
 from services.lobby.challenges import ChallengeError, Challenges
 from services.lobby.names import BadName, check_name, skeleton
+from services.lobby.tables import new_token as seat_token
 from services.projections.accounts import AccountFeeds
 from services.store.keys import Keys
 
@@ -150,3 +152,12 @@ async def test_declined_and_cancelled_challenges_tell_the_others(redis: Redis, k
     with pytest.raises(ChallengeError) as e:
         await challenges.accept(b, second.id)
     assert e.value.code == "challenge_closed"
+
+
+def test_no_token_begins_like_a_command_line_option() -> None:
+    """A token beginning with '-' broke `domino bot run --token $TOKEN` (argparse took it for
+    an option): seat, account and owner tokens all begin with a prefix of their own."""
+    seats = {seat_token() for _ in range(2000)}
+    accounts = {account_token() for _ in range(2000)}
+    assert all(t.startswith("dst_") for t in seats) and len(seats) == 2000
+    assert all(t.startswith("dab_") for t in accounts) and len(accounts) == 2000
