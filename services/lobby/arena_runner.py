@@ -39,9 +39,7 @@ class ArenaRunner:
         """Start what is due and record what ended; return how many matches started."""
         now = time.time() if now is None else now
         started = 0
-        for arena in await self.arenas.latest():
-            if arena.status != "running":
-                continue
+        for arena in await self.arenas.running():
             await self._record_ends(arena)
             for pairing in await self.arenas.due(arena.id, now):
                 match_id = match_id_for(arena.id, pairing)

@@ -338,6 +338,23 @@ class Arenas:
         ids = cast(list[bytes], await self.redis.zrevrange(self.index, 0, limit - 1))
         return [a for i in ids if (a := await self.get(i.decode())) is not None]
 
+    @property
+    def running_index(self) -> str:
+        """The ids of the arenas started and not seen finished yet."""
+        return f"{self.keys.prefix}:arenas:running"
+
+    async def running(self) -> list[Arena]:
+        """Every running arena (one seen finished leaves the index here)."""
+        ids = cast(set[bytes], await self.redis.smembers(self.running_index))
+        out = []
+        for raw in sorted(ids):
+            arena = await self.get(raw.decode())
+            if arena is not None and arena.status == "running":
+                out.append(arena)
+            else:
+                await self.redis.srem(self.running_index, raw)
+        return out
+
     async def standings(self, arena_id: str) -> list[dict[str, Any]]:
         """The arena's standings as JSON lines, best first: rank, key, name, points, games,
         wins, byes, scores for and against, win rate and its 95% interval."""
@@ -513,6 +530,7 @@ class Arenas:
             running = msgspec.structs.replace(arena, status="running", started=at, roster=present)
             change.line("started", arena=running.summary())
             if await self._commit(arena_id, arena.version, change):
+                await self.redis.sadd(self.running_index, arena_id)
                 return running
         raise _busy()
 

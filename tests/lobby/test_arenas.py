@@ -264,3 +264,18 @@ async def test_names_keep_their_letters(arenas: Arenas) -> None:
     got = await arenas.get(arena.id)
     assert got is not None and got.name == "Τουρνουά ντόμινο"
     assert got.public()["entrants"][0]["name"] == "Ayşe"
+
+
+async def test_only_running_arenas_are_in_the_runners_index(arenas: Arenas) -> None:
+    """The arenas' runner looks at running arenas only, however many have been held."""
+    waiting = await arenas.create("waiting", TWO, "round_robin", now=T0)
+    playing = await arenas.create("playing", TWO, "round_robin", now=T0)
+    for entrant in ("u-000000000001", "u-000000000002"):
+        await arenas.join(playing.id, entrant, entrant[-1], now=T0)
+    await arenas.start(playing.id, now=T0)
+    assert [a.id for a in await arenas.running()] == [playing.id]
+    while await play_out(arenas, playing.id, T0 + 1):
+        pass
+    assert (await arenas.get(playing.id)).status == "finished"  # type: ignore[union-attr]
+    assert await arenas.running() == []
+    assert waiting.id not in {a.id for a in await arenas.running()}
