@@ -35,10 +35,8 @@ from services.config import ConfigError, Settings
 from services.core.local_match import play_local_match
 from services.gateway.config import GatewayConfigError, GatewaySettings
 from services.logs import configure
-from services.projections.app import projector_app
-from services.projections.projector import Projector
+from services.projections.app import every_projection, projector_app
 from services.projections.queries import Queries
-from services.projections.ratings import RatingsProjector
 from services.redis.apps import tune_gc
 from services.redis.connection import node_client, without_password
 from services.redis.embedded import embedded_data_dir, redis_url
@@ -47,8 +45,6 @@ from services.referee.app import referee_app
 from services.store import EventStore, open_store
 from services.store.base import ConcurrencyError, NewEvent, StoreError
 from services.store.keys import Keys
-from services.store.projection import RedisCheckpoints
-from services.store.redis import RedisEventStore
 
 PLUGINS = (
     "services.cli.gateway_commands",
@@ -433,12 +429,7 @@ def cmd_projections(args: argparse.Namespace) -> int:
     settings = _settings()
 
     async def work(redis: Redis) -> int:
-        store = RedisEventStore(redis, partitions=settings.partitions, prefix=settings.prefix)
-        checkpoints = RedisCheckpoints(
-            redis, partitions=settings.partitions, prefix=settings.prefix
-        )
-        ratings = RatingsProjector(store, checkpoints)
-        applied = await Projector(store, checkpoints, also=[ratings]).rebuild()
+        applied = await every_projection(redis, settings).rebuild()
         print(f"rebuilt the projections from {applied} log entries")
         return 0
 

@@ -17,18 +17,22 @@ from services.store.projection import RedisCheckpoints
 from services.store.redis import RedisEventStore
 
 
+def every_projection(redis: Redis, settings: Settings) -> Projector:
+    """The projector of every projection — summaries, match lists, results, ratings, and the
+    accounts told when their matches end — fed by one read of the logs: what the service
+    follows and what ``domino projections rebuild`` refolds."""
+    store = RedisEventStore(redis, partitions=settings.partitions, prefix=settings.prefix)
+    checkpoints = RedisCheckpoints(redis, partitions=settings.partitions, prefix=settings.prefix)
+    ratings = RatingsProjector(store, checkpoints)
+    feeds = FinishedFeeds(store, AccountFeeds(redis, store.keys))
+    return Projector(store, checkpoints, also=[ratings, feeds])
+
+
 def projector_app(url: str, settings: Settings) -> FastStream:
-    """The projector: keeps summaries, match lists, results and ratings up to date, and tells
-    accounts when their matches end."""
+    """The projector: keeps every projection up to date."""
 
     async def start(redis: Redis) -> Callable[[], Awaitable[None]]:
-        store = RedisEventStore(redis, partitions=settings.partitions, prefix=settings.prefix)
-        checkpoints = RedisCheckpoints(
-            redis, partitions=settings.partitions, prefix=settings.prefix
-        )
-        ratings = RatingsProjector(store, checkpoints)
-        feeds = FinishedFeeds(store, AccountFeeds(redis, store.keys))
-        projector = Projector(store, checkpoints, also=[ratings, feeds])  # one read of the logs
+        projector = every_projection(redis, settings)
         stop = asyncio.Event()
         return run_task(lambda: projector.run(stop), stop.set)
 
