@@ -24,7 +24,7 @@ from services.gateway.config import GatewaySettings
 from services.gateway.http import ApiError, Request, Response, decode_body
 from services.gateway.hub import FeedUnavailable, Hub, Subscriber, Waker
 from services.gateway.protocol import RulesBody
-from services.gateway.streaming import start_stream
+from services.gateway.streaming import on_disconnect, start_stream
 from services.lobby.accounts import Account, AccountError, Accounts
 from services.lobby.arena import Format
 from services.lobby.arenas import Arena, ArenaRefused, Arenas
@@ -562,7 +562,7 @@ class LiveResponse:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         gone = asyncio.Event()
-        watcher = asyncio.create_task(_watch(receive, gone))
+        watcher = asyncio.create_task(on_disconnect(receive, gone.set))
         loop = asyncio.get_running_loop()
         try:
             ping = await start_stream(send, self.sse)
@@ -585,11 +585,3 @@ class LiveResponse:
             with contextlib.suppress(Exception):
                 await self.lines.aclose()  # type: ignore[attr-defined]
             await self.on_close()
-
-
-async def _watch(receive: Receive, gone: asyncio.Event) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            gone.set()
-            return

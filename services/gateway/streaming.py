@@ -32,6 +32,13 @@ async def start_stream(send: Send, sse: bool) -> bytes:
     return KEEPALIVE_SSE if sse else KEEPALIVE_NDJSON
 
 
+async def on_disconnect(receive: Receive, then: Callable[[], None]) -> None:
+    """Call ``then`` as soon as the client disconnects, not at the next write."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    then()
+
+
 class StreamResponse:
     """Writes ``first`` (snapshot or backlog), then the subscriber's lines until the match ends
     or the client goes away; a keep-alive after ``keepalive`` seconds of silence."""
@@ -54,7 +61,7 @@ class StreamResponse:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         sub = self.sub
-        watcher = asyncio.create_task(self._watch(receive))
+        watcher = asyncio.create_task(on_disconnect(receive, self._gone))
         try:
             ping = await start_stream(send, sub.sse)
             if self.first:
@@ -76,11 +83,7 @@ class StreamResponse:
             self.hub.unsubscribe(self.feed, sub)
             self.on_close()
 
-    async def _watch(self, receive: Receive) -> None:
-        """End the stream as soon as the client disconnects, not at the next write."""
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                self.sub.chunks.clear()
-                self.sub.finish()
-                return
+    def _gone(self) -> None:
+        """The client went away: nothing more is written."""
+        self.sub.chunks.clear()
+        self.sub.finish()
