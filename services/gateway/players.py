@@ -576,6 +576,8 @@ class LiveResponse:
                     chunk = ping
                 quiet_since = loop.time()
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            if not gone.is_set():  # the lines ended (an arena's at its end): so does the answer
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
         except OSError:
             pass  # the client went away while we wrote
         finally:

@@ -403,6 +403,8 @@ async def test_an_arena_of_two_accounts_and_a_house_pool_plays_out_with_standing
 
         standings = await asyncio.wait_for(final(), 30)
         arena = (await client.get(f"/api/v1/arenas/{arena_id}")).json()["arena"]
+        whole = [line async for line in lines(client, f"/api/v1/arenas/{arena_id}/stream", a_token)]
+        assert whole[-1]["type"] == "finished"  # a finished arena's stream ends, cleanly
     assert arena["status"] == "finished"
     keys = {row["key"] for row in arena["standings"]}
     assert keys == {a, b, "house:greedy"}
