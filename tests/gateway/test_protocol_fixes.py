@@ -262,25 +262,25 @@ async def _first_line(g: Gateways, t: Table, seat: int) -> dict[str, Any]:
 # -- 6, 7. racing copies of one move -----------------------------------------------------------
 
 
-def test_two_posts_racing_with_one_idempotency_key_get_exactly_one_replayed_false(
-    racing: Gateways,
-) -> None:
-    """Both are accepted at the same version; one applied it, the other is its replay."""
-    g = racing
-    t = Table(g, rules={"target": 1000})
+def race(t: Table, one: str, other: str, label: str) -> None:
+    """Twelve moves, each posted twice at once under one key (through ``one`` and ``other``):
+    both copies are accepted at the same version; one applied it, the other is its replay."""
 
     async def scenario() -> list[tuple[int, Any, Any]]:
         trials: list[tuple[int, Any, Any]] = []
-        async with httpx.AsyncClient(base_url=g.url, timeout=10) as http:
+        async with (
+            httpx.AsyncClient(base_url=one, timeout=10) as first,
+            httpx.AsyncClient(base_url=other, timeout=10) as second,
+        ):
             for trial in range(12):
                 state = fold(await t.log())
                 seat = state.turn
                 assert seat is not None and state.phase == "playing"
                 move = body_of(legal_moves(state)[0])
-                headers = {**t.auth(seat), "idempotency-key": f"race-{trial}"}
+                headers = {**t.auth(seat), "idempotency-key": f"{label}-{trial}"}
                 a, b = await asyncio.gather(
-                    http.post(t.path(seat, "moves"), json=move, headers=headers),
-                    http.post(t.path(seat, "moves"), json=move, headers=headers),
+                    first.post(t.path(seat, "moves"), json=move, headers=headers),
+                    second.post(t.path(seat, "moves"), json=move, headers=headers),
                 )
                 trials.append((state.version + 1, a, b))
         return trials
@@ -292,6 +292,15 @@ def test_two_posts_racing_with_one_idempotency_key_get_exactly_one_replayed_fals
             {"accepted": True, "version": version, "replayed": False},
             {"accepted": True, "version": version, "replayed": True},
         ]
+
+
+def test_two_posts_racing_with_one_idempotency_key_get_exactly_one_replayed_false(
+    racing: Gateways,
+) -> None:
+    """Both are accepted at the same version; one applied it, the other is its replay."""
+    g = racing
+    t = Table(g, rules={"target": 1000})
+    race(t, g.url, g.url, "race")
     versions: dict[str, list[int]] = {}
     for e in g.log(t.match_id):
         versions.setdefault(e.command_id, []).append(e.version)
@@ -305,35 +314,7 @@ def test_two_posts_of_one_key_racing_through_two_gateways_get_exactly_one_replay
 ) -> None:
     """The first copy to reach Redis marks its id in flight; the other, from another gateway,
     is not sent again and waits for that one's outcome, as its replay."""
-    g = racing
-    t = Table(g, rules={"target": 1000})
-
-    async def scenario() -> list[tuple[int, Any, Any]]:
-        trials: list[tuple[int, Any, Any]] = []
-        async with (
-            httpx.AsyncClient(base_url=g.url, timeout=10) as one,
-            httpx.AsyncClient(base_url=gateways.url, timeout=10) as other,
-        ):
-            for trial in range(12):
-                state = fold(await t.log())
-                seat = state.turn
-                assert seat is not None and state.phase == "playing"
-                move = body_of(legal_moves(state)[0])
-                headers = {**t.auth(seat), "idempotency-key": f"across-{trial}"}
-                a, b = await asyncio.gather(
-                    one.post(t.path(seat, "moves"), json=move, headers=headers),
-                    other.post(t.path(seat, "moves"), json=move, headers=headers),
-                )
-                trials.append((state.version + 1, a, b))
-        return trials
-
-    for version, a, b in asyncio.run(scenario()):
-        assert a.status_code == b.status_code == 200, (a.text, b.text)
-        answers = sorted([a.json(), b.json()], key=lambda x: x["replayed"])
-        assert answers == [
-            {"accepted": True, "version": version, "replayed": False},
-            {"accepted": True, "version": version, "replayed": True},
-        ]
+    race(Table(racing, rules={"target": 1000}), racing.url, gateways.url, "across")
 
 
 def test_a_retry_racing_its_original_is_never_told_rejected_when_the_move_was_applied(
