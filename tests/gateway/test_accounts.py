@@ -362,6 +362,38 @@ def test_a_guest_cannot_take_a_house_pool_or_an_account_name(gateways: Gateways)
         assert (r.status_code, r.json()["error"]) == (422, "invalid_name"), name
 
 
+async def open_arena(client: httpx.AsyncClient, body: dict[str, Any], tokens: list[str]) -> str:
+    """The operator creates an arena (``body``), these accounts and the house pool ``greedy``
+    enter it, and it starts; its id."""
+    r = await client.post("/api/v1/arenas", json=body, headers=auth(OPERATOR))
+    assert r.status_code == 201, r.text
+    arena_id: str = r.json()["arena"]["id"]
+    for token in tokens:
+        r = await client.post(f"/api/v1/arenas/{arena_id}/join", headers=auth(token))
+        assert r.status_code == 200, r.text
+    r = await client.post(
+        f"/api/v1/arenas/{arena_id}/join", json={"pool": "greedy"}, headers=auth(OPERATOR)
+    )
+    assert r.status_code == 200, r.text
+    r = await client.post(f"/api/v1/arenas/{arena_id}/start", headers=auth(OPERATOR))
+    assert r.status_code == 200, r.text
+    return arena_id
+
+
+async def final_standings(
+    client: httpx.AsyncClient, arena_id: str, token: str, timeout: float = 30.0
+) -> dict[str, Any]:
+    """The arena stream's final standings line (waiting for it)."""
+
+    async def final() -> dict[str, Any]:
+        async for line in lines(client, f"/api/v1/arenas/{arena_id}/stream", token):
+            if line["type"] == "standings" and line.get("final"):
+                return line
+        raise AssertionError("the arena stream ended without final standings")
+
+    return await asyncio.wait_for(final(), timeout)
+
+
 async def test_an_arena_of_two_accounts_and_a_house_pool_plays_out_with_standings(
     gateways: Gateways,
 ) -> None:
@@ -378,30 +410,12 @@ async def test_an_arena_of_two_accounts_and_a_house_pool_plays_out_with_standing
         }
         r = await client.post("/api/v1/arenas", json=body, headers=auth(a_token))
         assert (r.status_code, r.json()["error"]) == (403, "not_operator")
-        r = await client.post("/api/v1/arenas", json=body, headers=auth(OPERATOR))
-        assert r.status_code == 201, r.text
-        arena_id = r.json()["arena"]["id"]
-        for token in (a_token, b_token):
-            r = await client.post(f"/api/v1/arenas/{arena_id}/join", headers=auth(token))
-            assert r.status_code == 200, r.text
-        r = await client.post(
-            f"/api/v1/arenas/{arena_id}/join", json={"pool": "greedy"}, headers=auth(OPERATOR)
-        )
-        assert r.status_code == 200, r.text
-        r = await client.post(f"/api/v1/arenas/{arena_id}/start", headers=auth(OPERATOR))
-        assert r.status_code == 200, r.text
+        arena_id = await open_arena(client, body, [a_token, b_token])
         await asyncio.gather(
             play_account(client, a_token, 4, timeout=120),
             play_account(client, b_token, 4, timeout=120),
         )
-
-        async def final() -> dict[str, Any]:
-            async for line in lines(client, f"/api/v1/arenas/{arena_id}/stream", a_token):
-                if line["type"] == "standings" and line.get("final"):
-                    return line
-            raise AssertionError("the arena stream ended without final standings")
-
-        standings = await asyncio.wait_for(final(), 30)
+        standings = await final_standings(client, arena_id, a_token)
         arena = (await client.get(f"/api/v1/arenas/{arena_id}")).json()["arena"]
         whole = [line async for line in lines(client, f"/api/v1/arenas/{arena_id}/stream", a_token)]
         assert whole[-1]["type"] == "finished"  # a finished arena's stream ends, cleanly

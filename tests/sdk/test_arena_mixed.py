@@ -19,7 +19,7 @@ from services.projections.ratings import RatingsProjector, ratings_table
 from services.store.projection import RedisCheckpoints
 from services.store.redis import RedisEventStore
 from tests.gateway.conftest import OPERATOR, Gateways
-from tests.gateway.test_accounts import auth, lines, play_account
+from tests.gateway.test_accounts import final_standings, open_arena, play_account
 
 pytestmark = [pytest.mark.service, pytest.mark.anyio]
 
@@ -53,27 +53,13 @@ async def test_sdk_bots_a_raw_http_bot_and_a_house_pool_play_an_arena_and_are_ra
         made = await register(url, f"{who}{stem}")
         entrants[who] = (made.account.id, made.token)
     async with httpx.AsyncClient(base_url=url, timeout=30) as client:
-        r = await client.post(
-            "/api/v1/arenas",
-            json={
-                "name": f"mixed {stem}",
-                "rules": {"family": "express", "target": 20},
-                "format": "round_robin",
-                "games_per_pairing": 2,
-            },
-            headers=auth(OPERATOR),
-        )
-        assert r.status_code == 201, r.text
-        arena_id = r.json()["arena"]["id"]
-        for _, token in entrants.values():
-            r = await client.post(f"/api/v1/arenas/{arena_id}/join", headers=auth(token))
-            assert r.status_code == 200, r.text
-        r = await client.post(
-            f"/api/v1/arenas/{arena_id}/join", json={"pool": "greedy"}, headers=auth(OPERATOR)
-        )
-        assert r.status_code == 200, r.text
-        r = await client.post(f"/api/v1/arenas/{arena_id}/start", headers=auth(OPERATOR))
-        assert r.status_code == 200, r.text
+        body = {
+            "name": f"mixed {stem}",
+            "rules": {"family": "express", "target": 20},
+            "format": "round_robin",
+            "games_per_pairing": 2,
+        }
+        arena_id = await open_arena(client, body, [token for _, token in entrants.values()])
         games = 6  # four entrants, each meets three others twice
         await asyncio.wait_for(
             asyncio.gather(
@@ -83,14 +69,7 @@ async def test_sdk_bots_a_raw_http_bot_and_a_house_pool_play_an_arena_and_are_ra
             ),
             240,
         )
-
-        async def final() -> dict[str, Any]:
-            async for line in lines(client, f"/api/v1/arenas/{arena_id}/stream", OPERATOR):
-                if line["type"] == "standings" and line.get("final"):
-                    return line
-            raise AssertionError("the arena ended without final standings")
-
-        await asyncio.wait_for(final(), 30)
+        await final_standings(client, arena_id, OPERATOR)
         arena = (await client.get(f"/api/v1/arenas/{arena_id}")).json()["arena"]
     assert arena["status"] == "finished"
     rows = arena["standings"]
