@@ -1,0 +1,311 @@
+"""``domino status``: the service on one screen, read from Redis alone.
+
+Who holds each partition and how long its lease has left, the referees' and bot workers'
+heartbeats, each consumer group's pending and lag, the dead letters, the live matches and the
+events a second of each partition (the notification log sampled twice, ``--interval`` apart).
+Every command names one key and they go pipelined without a transaction, so it reads a Redis
+node and a Redis Cluster alike. Whatever came from Redis is printed escaped (a name may hold
+a terminal's control characters); ``--json`` prints the same as one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from typing import Any, cast
+
+import msgspec
+from redis.exceptions import RedisError
+
+from engine.strategy import STRATEGIES
+from services.bots.worker import workers_key
+from services.cli.args import CliError
+from services.cli.render import shown
+from services.config import ConfigError, Settings
+from services.redis.connection import Client, connect, without_password
+from services.redis.embedded import redis_url
+from services.redis.lua import Call, LuaScript
+from services.store.keys import Keys
+from services.transport.stats import UNKNOWN_LAG, GroupState, group_states
+
+DEAD_SHOWN = 3
+"""The latest dead letters shown with their reasons."""
+_BEATS = LuaScript(
+    """
+-- KEYS: a pool's workers. Their heartbeats, and the server's clock they were written on.
+return {redis.call('TIME')[1], redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')}
+"""
+)
+
+
+class Heartbeat(msgspec.Struct, frozen=True):
+    """A process that says it is alive, and how long ago it last did."""
+
+    name: str
+    age_s: float
+
+
+class Partition(msgspec.Struct, frozen=True):
+    """One partition: its lease, its live matches and how fast its log grows."""
+
+    partition: int
+    owner: str | None
+    lease_left_s: float | None
+    live_matches: int
+    log_entries: int
+    events_per_s: float | None
+
+
+class Group(msgspec.Struct, frozen=True):
+    """One consumer group on one stream (lag -1: Redis cannot count it, before 7.0)."""
+
+    group: str
+    stream: str
+    consumers: int
+    pending: int
+    lag: int
+
+
+class DeadLetter(msgspec.Struct, frozen=True):
+    """A parked message: where it came from and why it was parked."""
+
+    id: str
+    stream: str
+    group: str
+    reason: str
+
+
+class Status(msgspec.Struct, frozen=True):
+    """Everything ``domino status`` shows."""
+
+    prefix: str
+    sampled_s: float
+    referees: list[Heartbeat]
+    pools: dict[str, list[Heartbeat]]
+    partitions: list[Partition]
+    groups: list[Group]
+    dead_letters: int
+    latest_dead_letters: list[DeadLetter]
+
+
+def _text(value: Any) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+async def _log_counts(redis: Client, keys: Keys) -> list[int]:
+    """How many entries each partition's log has had added (its length where Redis does not
+    count them, before 7.0): the difference over a second is the events of that second."""
+    pipe = redis.pipeline(transaction=False)
+    for p in range(keys.partitions):
+        pipe.xinfo_stream(keys.log(p))
+    counts = []
+    for info in await pipe.execute(raise_on_error=False):
+        if isinstance(info, Exception):  # no log yet
+            counts.append(0)
+        else:
+            counts.append(int(info.get("entries-added", info.get("length", 0))))
+    return counts
+
+
+async def _referees(redis: Client, keys: Keys) -> list[Heartbeat]:
+    now_ms = time.time() * 1000  # the referees write their beats on their own clocks
+    beats = cast(
+        list[tuple[bytes, float]], await redis.zrange(keys.referees, 0, -1, withscores=True)
+    )
+    return [Heartbeat(_text(name), round((now_ms - score) / 1000, 1)) for name, score in beats]
+
+
+async def _pools(redis: Client, keys: Keys) -> dict[str, list[Heartbeat]]:
+    calls: list[Call] = [([workers_key(keys, pool)], []) for pool in STRATEGIES]
+    pools: dict[str, list[Heartbeat]] = {}
+    for pool, reply in zip(STRATEGIES, await _BEATS.many(redis, calls), strict=True):
+        if isinstance(reply, Exception):
+            raise reply
+        now, flat = int(reply[0]), reply[1]
+        workers = [
+            Heartbeat(_text(flat[i]), round(now - float(flat[i + 1]), 1))
+            for i in range(0, len(flat), 2)
+        ]
+        if workers:
+            pools[pool] = workers
+    return pools
+
+
+async def _leases(redis: Client, keys: Keys) -> list[tuple[str | None, float | None, int]]:
+    """Each partition's lease holder, its lease's time left (s) and its live matches."""
+    pipe = redis.pipeline(transaction=False)
+    for p in range(keys.partitions):
+        pipe.get(keys.owner(p))
+        pipe.pttl(keys.owner(p))
+        pipe.zcard(keys.watch(p))
+    replies = await pipe.execute()
+    out: list[tuple[str | None, float | None, int]] = []
+    for p in range(keys.partitions):
+        owner, ttl, live = replies[3 * p : 3 * p + 3]
+        left = round(int(ttl) / 1000, 1) if owner is not None and int(ttl) >= 0 else None
+        out.append((None if owner is None else _text(owner), left, int(live)))
+    return out
+
+
+async def _dead_letters(redis: Client, keys: Keys) -> tuple[int, list[DeadLetter]]:
+    pipe = redis.pipeline(transaction=False)
+    pipe.xlen(keys.dead_letters)
+    pipe.xrevrange(keys.dead_letters, "+", "-", count=DEAD_SHOWN)
+    count, latest = await pipe.execute()
+    letters = [
+        DeadLetter(
+            id=_text(entry_id),
+            stream=_text(fields.get(b"stream", b"")),
+            group=_text(fields.get(b"group", b"")),
+            reason=_text(fields.get(b"reason", b"")),
+        )
+        for entry_id, fields in latest
+    ]
+    return int(count), letters
+
+
+async def read_status(redis: Client, keys: Keys, interval_s: float = 1.0) -> Status:
+    """The service's state as Redis holds it, the logs sampled ``interval_s`` apart."""
+    before, started = await _log_counts(redis, keys), time.monotonic()
+    streams = [keys.commands(p) for p in range(keys.partitions)]
+    streams += [keys.turns(p, pool) for pool in STRATEGIES for p in range(keys.partitions)]
+    groups = await group_states(redis, streams)
+    referees = await _referees(redis, keys)
+    pools = await _pools(redis, keys)
+    leases = await _leases(redis, keys)
+    dead, latest = await _dead_letters(redis, keys)
+    await asyncio.sleep(max(0.0, interval_s - (time.monotonic() - started)))
+    after, elapsed = await _log_counts(redis, keys), time.monotonic() - started
+    partitions = [
+        Partition(
+            partition=p,
+            owner=owner,
+            lease_left_s=left,
+            live_matches=live,
+            log_entries=after[p],
+            events_per_s=round((after[p] - before[p]) / elapsed, 1) if elapsed > 0 else None,
+        )
+        for p, (owner, left, live) in enumerate(leases)
+    ]
+    return Status(
+        prefix=keys.prefix,
+        sampled_s=round(elapsed, 2),
+        referees=referees,
+        pools=pools,
+        partitions=partitions,
+        groups=[_group(g) for g in groups],
+        dead_letters=dead,
+        latest_dead_letters=latest,
+    )
+
+
+def _group(state: GroupState) -> Group:
+    return Group(state.group, state.stream, state.consumers, state.pending, state.lag)
+
+
+# -- the screen --------------------------------------------------------------------------------
+
+
+def _beats(beats: list[Heartbeat]) -> str:
+    return ", ".join(f"{shown(b.name)} {b.age_s:.1f} s ago" for b in beats) or "none"
+
+
+def _lag(lags: list[int]) -> str:
+    if UNKNOWN_LAG in lags:
+        return "?"
+    return str(sum(lags))
+
+
+def render(status: Status, where: str) -> list[str]:
+    """The screen's lines; every name and text from Redis escaped."""
+    lines = [
+        f"domino status of {shown(where)}, prefix {shown(status.prefix)}, "
+        f"{len(status.partitions)} partitions (logs sampled over {status.sampled_s:.1f} s)",
+        "",
+        f"referees (heartbeats): {_beats(status.referees)}",
+    ]
+    for pool, workers in sorted(status.pools.items()):
+        lines.append(f"bot pool {shown(pool)} (heartbeats): {_beats(workers)}")
+    commands = {g.stream: g for g in status.groups if g.group == "referee"}
+    lines += [
+        "",
+        f"{'partition':>9}  {'held by':<24} {'lease left':>10} {'live':>6} "
+        f"{'cmd pending':>11} {'cmd lag':>7} {'events/s':>9}",
+    ]
+    keys = Keys(status.prefix, len(status.partitions))
+    for p in status.partitions:
+        group = commands.get(keys.commands(p.partition))
+        held = "nobody" if p.owner is None else shown(p.owner)
+        left = "-" if p.lease_left_s is None else f"{p.lease_left_s:.1f} s"
+        rate = "-" if p.events_per_s is None else f"{p.events_per_s:.1f}"
+        pending = "-" if group is None else str(group.pending)
+        lag = "-" if group is None else _lag([group.lag])
+        lines.append(
+            f"{p.partition:>9}  {held[:24]:<24} {left:>10} {p.live_matches:>6} "
+            f"{pending:>11} {lag:>7} {rate:>9}"
+        )
+    lines += ["", f"{'group':<24} {'streams':>7} {'consumers':>9} {'pending':>9} {'lag':>9}"]
+    by_group: dict[str, list[Group]] = {}
+    for g in status.groups:
+        by_group.setdefault(g.group, []).append(g)
+    for name, groups in sorted(by_group.items()):
+        lines.append(
+            f"{shown(name)[:24]:<24} {len(groups):>7} {max(g.consumers for g in groups):>9} "
+            f"{sum(g.pending for g in groups):>9} {_lag([g.lag for g in groups]):>9}"
+        )
+    if any(g.lag == UNKNOWN_LAG for g in status.groups):
+        lines.append("(lag ?: this Redis cannot count it — before 7.0 — and the group is behind)")
+    lines += ["", f"dead letters: {status.dead_letters}"]
+    for d in status.latest_dead_letters:
+        where = f"{shown(d.id)} from {shown(d.stream)} ({shown(d.group)})"
+        lines.append(f"  {where}: {shown(d.reason)}")
+    return lines
+
+
+# -- the command -------------------------------------------------------------------------------
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``status`` subcommand."""
+    p = sub.add_parser(
+        "status", help="leases, heartbeats, groups' lag and pending, dead letters, events/s"
+    )
+    p.add_argument("--json", action="store_true", help="one JSON object, for machines")
+    p.add_argument(
+        "--interval", type=float, default=1.0, help="seconds between the logs' two samples"
+    )
+    p.set_defaults(func=cmd_status)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """Print the service's status, read from its Redis."""
+    try:
+        settings = Settings.from_env()
+    except ConfigError as e:
+        raise CliError(str(e)) from None
+    if not 0 <= args.interval <= 60:
+        raise CliError("--interval is 0 to 60 seconds")
+    keys = Keys(settings.prefix, settings.partitions)
+    with redis_url(settings) as url:
+        status = asyncio.run(_read(url, settings, keys, args.interval))
+        where = without_password(url)
+    if args.json:  # every character past ASCII escaped too: nothing in it acts on a terminal
+        print(json.dumps(msgspec.to_builtins(status), ensure_ascii=True))
+    else:
+        print("\n".join(render(status, where)))
+    return 0
+
+
+async def _read(url: str, settings: Settings, keys: Keys, interval_s: float) -> Status:
+    try:
+        redis = await connect(url, cluster=settings.cluster or "auto")
+    except RedisError as e:
+        raise CliError(f"cannot reach Redis at {without_password(url)}: {e}") from None
+    try:
+        return await read_status(redis, keys, interval_s)
+    except RedisError as e:
+        raise CliError(f"reading the status from {without_password(url)} failed: {e}") from None
+    finally:
+        await redis.aclose()
