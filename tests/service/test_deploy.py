@@ -18,6 +18,7 @@ import shlex
 import shutil
 import socket
 import subprocess
+import time
 import tomllib
 from collections.abc import Iterator
 from importlib import metadata, resources
@@ -267,6 +268,19 @@ def _free_ports(count: int) -> list[int]:
     return ports
 
 
+def _wait_listening(node: subprocess.Popen[bytes], port: int, log: Path) -> None:
+    """Return once ``port`` takes connections; fail with the node's log if it exits first."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if node.poll() is not None:
+            pytest.fail(f"redis-server on {port} exited:\n{log.read_text()}")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    pytest.fail(f"redis-server on {port} did not listen within 10 s:\n{log.read_text()}")
+
+
 def test_the_cluster_init_script_makes_a_cluster_once_and_leaves_it_after(
     tmp_path: Path,
 ) -> None:
@@ -274,21 +288,30 @@ def test_the_cluster_init_script_makes_a_cluster_once_and_leaves_it_after(
     cli = shutil.which("redis-cli", path=str(Path(binary).parent)) if binary else None
     if binary is None or cli is None or shutil.which("getent") is None:
         pytest.skip("needs redis-server and redis-cli side by side, and getent")
+    version = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout
+    # A Redis of 7 or later reads the nodes' own configuration (its endpoint settings are
+    # new in 7); an older one, the same settings that matter here given one by one.
+    major = re.search(r"v=(\d+)\.", version)
+    assert major, version
+    if int(major[1]) >= 7:
+        conf = [str(DEPLOY / "redis" / "cluster.conf"), "--cluster-announce-hostname", "localhost"]
+    else:
+        conf = ["--cluster-enabled", "yes", "--cluster-node-timeout", "5000"]
     nodes: list[subprocess.Popen[bytes]] = []
     ports = _free_ports(6)
     try:
         for port in ports:
             directory = tmp_path / str(port)
             directory.mkdir()
-            args = ["--port", str(port), "--bind", "127.0.0.1", "--dir", str(directory)]
-            cluster = ["--cluster-enabled", "yes", "--cluster-node-timeout", "5000"]
-            nodes.append(
-                subprocess.Popen(
-                    [binary, *args, *cluster, "--save", ""],
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
+            # on the loopback address only, and in this test's directory
+            here = ["--port", str(port), "--bind", "127.0.0.1", "--dir", str(directory)]
+            with (directory / "log").open("wb") as log:
+                node = subprocess.Popen(
+                    [binary, *conf, *here, "--save", ""], stdout=log, stderr=subprocess.STDOUT
                 )
-            )
+            nodes.append(node)
+        for node, port in zip(nodes, ports, strict=True):
+            _wait_listening(node, port, tmp_path / str(port) / "log")
         env = {**os.environ, "PATH": f"{Path(cli).parent}{os.pathsep}{os.environ['PATH']}"}
         command = ["sh", str(DEPLOY / "redis/cluster-init.sh")]
         command += [f"127.0.0.1:{port}" for port in ports]
