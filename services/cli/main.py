@@ -11,7 +11,6 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 
 from faststream import FastStream
-from redis.asyncio import Redis
 from redis.exceptions import RedisError
 from rich.console import Console
 
@@ -37,8 +36,8 @@ from services.gateway.config import GatewayConfigError, GatewaySettings
 from services.logs import configure
 from services.projections.app import every_projection, projector_app
 from services.projections.queries import Queries
-from services.redis.apps import tune_gc
-from services.redis.connection import node_client, without_password
+from services.redis.apps import topology, tune_gc
+from services.redis.connection import Client, connect, without_password
 from services.redis.embedded import embedded_data_dir, redis_url
 from services.redis.servers import RedisUnavailable
 from services.referee.app import referee_app
@@ -240,7 +239,8 @@ def cmd_referee(args: argparse.Namespace) -> int:
     """Run one referee until SIGINT or SIGTERM."""
     settings = _settings()
     configure(settings.log_level, settings.log_format, service="referee")
-    return _run_app(referee_app(_service_url(settings), settings, args.name))
+    url = _service_url(settings)
+    return _run_app(referee_app(url, settings, args.name, cluster=topology(url, settings.cluster)))
 
 
 def cmd_bots(args: argparse.Namespace) -> int:
@@ -265,7 +265,8 @@ def cmd_bots(args: argparse.Namespace) -> int:
             )
         return _supervise(stack)
     configure(settings.log_level, settings.log_format, service="bots")
-    app = bots_app(url, settings, args.strategy, args.pool, args.name, args.seed)
+    cluster = topology(url, settings.cluster)
+    app = bots_app(url, settings, args.strategy, args.pool, args.name, args.seed, cluster=cluster)
     return _run_app(app)
 
 
@@ -273,7 +274,8 @@ def cmd_projector(args: argparse.Namespace) -> int:
     """Run the projector until SIGINT or SIGTERM."""
     settings = _settings()
     configure(settings.log_level, settings.log_format, service="projector")
-    return _run_app(projector_app(_service_url(settings), settings))
+    url = _service_url(settings)
+    return _run_app(projector_app(url, settings, cluster=topology(url, settings.cluster)))
 
 
 def _supervise(stack: Stack) -> int:
@@ -352,9 +354,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _with_redis(settings: Settings, work: Callable[[Redis], Awaitable[int]]) -> int:
+async def _with_redis(settings: Settings, work: Callable[[Client], Awaitable[int]]) -> int:
     with redis_url(settings) as url:
-        redis = node_client(url)
+        try:
+            redis = await connect(url, cluster=settings.cluster or "auto")
+        except RedisError as e:
+            raise CliError(f"cannot reach Redis at {without_password(url)}: {e}") from None
         try:
             return await work(redis)
         except RedisError as e:
@@ -373,7 +378,7 @@ def cmd_create(args: argparse.Namespace) -> int:
         known = ", ".join(sorted(STRATEGIES))
         raise CliError(f"no house bot pool {', '.join(unknown)}: the pools are {known}")
 
-    async def work(redis: Redis) -> int:
+    async def work(redis: Client) -> int:
         for pool in dict.fromkeys(s for s in seats if s is not None):
             if not await pool_served(redis, Keys(settings.prefix, settings.partitions), pool):
                 print(f"warning: no worker of the pool {pool!r} is running yet", file=sys.stderr)
@@ -388,7 +393,7 @@ def cmd_matches(args: argparse.Namespace) -> int:
     """Print the live (or finished) matches from the summary projection."""
     settings = _settings()
 
-    async def work(redis: Redis) -> int:
+    async def work(redis: Client) -> int:
         queries = Queries(redis, settings)
         if args.limit < 1:
             raise CliError("--limit must be at least 1")
@@ -407,7 +412,7 @@ def cmd_results(args: argparse.Namespace) -> int:
     """Print results by account, house bot pool and guest over every finished match."""
     settings = _settings()
 
-    async def work(redis: Redis) -> int:
+    async def work(redis: Client) -> int:
         lines = await Queries(redis, settings).results()
         print(
             f"{'player':<20} {'id':<20} {'played':>6} {'won':>5} {'for':>7} {'against':>8} "
@@ -428,7 +433,7 @@ def cmd_projections(args: argparse.Namespace) -> int:
     """Rebuild every projection from the match logs."""
     settings = _settings()
 
-    async def work(redis: Redis) -> int:
+    async def work(redis: Client) -> int:
         applied = await every_projection(redis, settings).rebuild()
         print(f"rebuilt the projections from {applied} log entries")
         return 0

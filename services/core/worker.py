@@ -79,6 +79,7 @@ class GroupWorker:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            await self.reader.close()
 
     async def _read_loop(self) -> None:
         reading = asyncio.create_task(self.reader.read())

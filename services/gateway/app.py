@@ -18,7 +18,6 @@ from typing import Any, TypeVar, cast
 
 import msgspec
 import structlog
-from redis.asyncio import Redis
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request as StarletteRequest
@@ -52,7 +51,7 @@ from services.core.commands import new_match_id
 from services.gateway.config import GatewaySettings
 from services.gateway.http import ApiError, App, Endpoint, Request, Response, decode_body
 from services.gateway.hub import FeedUnavailable, Flight, Hub, Outcome
-from services.gateway.lane import Lane
+from services.gateway.lane import ClusterLane, Lane
 from services.gateway.limits import Cap, Charge, Concurrency, Lease, RateLimit, release_match
 from services.gateway.openapi import openapi
 from services.gateway.players import Players
@@ -82,7 +81,7 @@ from services.lobby.tables import JoinError, Lobby, LobbyMatch, token_hash
 from services.projections.accounts import AccountFeeds
 from services.projections.queries import Queries
 from services.projections.ratings import RatingsProjector, ratings_table
-from services.redis.connection import node_client
+from services.redis.connection import Client, detect_cluster, open_client
 from services.store.base import InvalidMatchId
 from services.store.keys import EXTERNAL, Keys, validate_match_id
 from services.store.projection import RedisCheckpoints
@@ -116,7 +115,7 @@ class GatewayNotStarted(RuntimeError):
 class _Running:
     """What exists only while the app runs: one Redis client and what is built on it."""
 
-    redis: Redis
+    redis: Client
     store: RedisEventStore
     lobby: Lobby
     sender: CommandSender
@@ -176,14 +175,22 @@ class Gateway:
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
         """Connect, follow the logs, serve; then stop following and disconnect."""
-        redis = node_client(  # wait for a connection rather than fail
-            self.redis_url, max_connections=REDIS_CONNECTIONS, wait_s=self.config.move_timeout_s
+        url = self.redis_url
+        cluster = self.settings.cluster or await detect_cluster(url)
+        redis = open_client(  # wait for a connection rather than fail
+            url,
+            cluster=cluster,
+            max_connections=REDIS_CONNECTIONS,
+            wait_s=self.config.move_timeout_s,
         )
         store = RedisEventStore(
             redis, partitions=self.settings.partitions, prefix=self.settings.prefix
         )
-        lanes = Lane(self.redis_url), Lane(self.redis_url)  # the moves', the hub's tail
-        hub = Hub(redis, store, self.topo, self.replies, self.config.stream_buffer_bytes, lanes[1])
+        # the moves' lane, and the hub's tail (on a cluster, a read per stream instead)
+        moves: Lane | ClusterLane = ClusterLane(redis) if cluster else Lane(url)
+        tail = None if cluster else Lane(url)
+        lanes = [lane for lane in (moves, tail) if lane is not None]
+        hub = Hub(redis, store, self.topo, self.replies, self.config.stream_buffer_bytes, tail)
         await hub.start()
         accounts = Accounts(redis, self.topo)
         feeds = AccountFeeds(redis, self.topo)
@@ -195,7 +202,7 @@ class Gateway:
             store=store,
             lobby=Lobby(redis, self.topo, self.config.token_ttl_s),
             sender=CommandSender(
-                lanes[0], self.topo, self.replies, int(2000 * self.config.move_timeout_s)
+                moves, self.topo, self.replies, int(2000 * self.config.move_timeout_s)
             ),
             hub=hub,
             accounts=accounts,
@@ -248,7 +255,7 @@ class Gateway:
         return self._running
 
     @property
-    def redis(self) -> Redis:
+    def redis(self) -> Client:
         """The Redis client; raises GatewayNotStarted when the app is not running."""
         return self._started().redis
 

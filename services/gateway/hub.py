@@ -1,7 +1,8 @@
 """The gateway's view of running matches: it follows the logs and feeds every stream.
 
 One task reads, with a single blocking ``XREAD``, every partition's notification log and the
-gateway's reply stream. For each match that has a stream open here, a :class:`Feed` folds the
+gateway's reply stream (on a Redis Cluster, where one XREAD covers one hash slot, one task per
+stream). For each match that has a stream open here, a :class:`Feed` folds the
 match's state from the log (read once from the match stream, then kept up to date from the
 notification log) and sends each receiver what it may see: events through
 ``engine.views.redact`` and views through ``engine.views.view_for`` (C8). A move waiting for
@@ -22,7 +23,6 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 import structlog
-from redis.asyncio import Redis
 
 from engine.game import evolve
 from engine.state import MatchState
@@ -32,6 +32,7 @@ from events.envelope import Envelope
 from events.model import AnyCommand, AnyEvent, MatchEnded, Rejection, RoundEnded, TurnTimedOut
 from services.gateway.lane import Lane
 from services.gateway.protocol import EventLine, Snapshot, TurnLine, frame
+from services.redis.connection import Client
 from services.store.keys import Keys
 from services.store.redis import RedisEventStore
 from services.transport.base import DATA
@@ -192,10 +193,13 @@ def _settle(waiter: asyncio.Future[None]) -> None:
         waiter.set_result(None)
 
 
-def _fields(flat: Sequence[bytes] | None) -> dict[bytes, bytes]:
-    """A stream entry's fields, from Redis's flat list of names and values."""
+def _fields(flat: Sequence[bytes] | dict[bytes, bytes] | None) -> dict[bytes, bytes]:
+    """A stream entry's fields, from Redis's flat list of names and values (or as redis-py
+    parsed them already)."""
     if not flat:
         return {}
+    if isinstance(flat, dict):
+        return flat
     it = iter(flat)
     return dict(zip(it, it, strict=True))
 
@@ -310,15 +314,15 @@ class Hub:
 
     def __init__(
         self,
-        redis: Redis,
+        redis: Client,
         store: RedisEventStore,
         topo: Keys,
         replies: str,
         buffer_limit: int,
-        tail: Lane,
+        tail: Lane | None,
     ) -> None:
         self.redis = redis
-        self.tail = tail  # the blocking XREAD's own connection
+        self.tail = tail  # the blocking XREAD's own connection (None: one read per stream)
         self.store = store
         self.topo = topo
         self.replies = replies
@@ -341,10 +345,12 @@ class Hub:
             pipe.xrevrange(key, "+", "-", count=1)
         for key, last in zip(keys, await pipe.execute(), strict=True):
             self._positions[key] = last[0][0] if last else b"0-0"
-        self._tasks = [
-            asyncio.create_task(self._tail(), name="tail"),
-            asyncio.create_task(self._janitor(), name="janitor"),
-        ]
+        if self.tail is None:
+            readers = [self._tail_one(key) for key in keys]
+        else:
+            readers = [self._tail(self.tail)]
+        self._tasks = [asyncio.create_task(reader) for reader in readers]
+        self._tasks.append(asyncio.create_task(self._janitor(), name="janitor"))
 
     async def stop(self) -> None:
         """Stop following; every open stream ends."""
@@ -463,11 +469,26 @@ class Hub:
 
     # -- reading -------------------------------------------------------------------------------
 
-    async def _tail(self) -> None:
+    async def _tail_one(self, key: str) -> None:
+        """Follow one stream (on a Redis Cluster)."""
+        while True:
+            try:
+                reply = await self.redis.xread({key: self._positions[key]}, block=1000)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("reading the logs failed; retrying", stream=key)
+                await asyncio.sleep(0.5)
+                continue
+            if reply:
+                self._dispatch(cast(list[Any], reply))
+
+    async def _tail(self, tail: Lane) -> None:
+        """Follow every stream with one XREAD (on one Redis node)."""
         while True:
             positions = self._positions
             try:
-                reply = await self.tail.call(
+                reply = await tail.call(
                     "XREAD", "BLOCK", 1000, "STREAMS", *positions, *positions.values()
                 )
             except asyncio.CancelledError:

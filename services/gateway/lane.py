@@ -27,7 +27,7 @@ from redis.connection import SSLConnection, parse_url
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, ResponseError
 
-from services.redis.lua import Arg, Call, LuaScript
+from services.redis.lua import Arg, Call, Client, LuaScript
 
 _CERTS = {"none": ssl.CERT_NONE, "optional": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
 
@@ -184,6 +184,34 @@ class Lane:
                         raise reply
             self._connection = connection
             return connection
+
+
+class ClusterLane:
+    """A :class:`Lane`'s calls on a Redis Cluster, through the cluster client: each command
+    goes to the node that owns its key (following MOVED and ASK), a batch as one pipeline per
+    node. The blocking read of the logs has no place here: on a cluster it is one read per
+    stream (see services/gateway/hub.py)."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    async def pipeline(self, commands: Sequence[Sequence[Arg]]) -> list[Any]:
+        """The commands' replies in order, an error reply as its exception."""
+        pipe = self.client.pipeline(transaction=False)
+        for command in commands:
+            pipe.execute_command(*command)
+        return list(await pipe.execute(raise_on_error=False))
+
+    async def call(self, *args: Arg) -> Any:
+        """One command's reply; an error reply is raised."""
+        return await self.client.execute_command(*args)
+
+    async def run(self, script: LuaScript, calls: Sequence[Call]) -> list[Any]:
+        """``script`` once per call, as :meth:`LuaScript.many` runs it."""
+        return await script.many(self.client, calls)
+
+    async def aclose(self) -> None:
+        """Nothing of its own to close: the cluster client is the gateway's."""
 
 
 def _tls(options: dict[str, Any]) -> ssl.SSLContext | None:

@@ -6,8 +6,11 @@ return the versions it made). Calls made while a batch is on its way to Redis go
 the next pipeline, so a busy gateway pays one round trip per batch rather than per move; the
 batches go over a :class:`Lane` of their own.
 
-The gateway's Redis is one node: a charged call's keys (the match's, the seat's bucket, the
-token's bucket of rejected moves) need not share a cluster slot.
+On one Redis node a charged call's keys (the match's, the seat's bucket, the token's bucket
+of rejected moves) need not share a slot, and the charge is counted in the same call. On a
+Redis Cluster a script keeps to one slot: the charge is counted first (:meth:`Charge.hit`, one
+call per bucket, pipelined), then the command is sent; a command refused by its limit is not
+sent either way.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any, cast
 
 from events.model import AnyCommand
 from services.core.commands import command_message
-from services.gateway.lane import Lane
+from services.gateway.lane import ClusterLane, Lane
 from services.gateway.limits import BUCKET, Charge
 from services.redis.lua import Arg, Call, LuaScript
 from services.store.keys import Keys
@@ -75,7 +78,9 @@ gateway, is still on its way: this one is its replay."""
 class CommandSender:
     """Queues commands for the referee and sends them in pipelined batches, one at a time."""
 
-    def __init__(self, lane: Lane, topo: Keys, reply_to: str, inflight_ms: int = 10_000) -> None:
+    def __init__(
+        self, lane: Lane | ClusterLane, topo: Keys, reply_to: str, inflight_ms: int = 10_000
+    ) -> None:
         self.lane = lane  # a connection of its own: a batch is one write and one read
         self.topo = topo
         self.reply_to = reply_to
@@ -99,6 +104,9 @@ class CommandSender:
             self.topo.inflight(match_id, command_id),
         ]
         args: list[Arg] = [command_id, message.payload]
+        if charge is not None and isinstance(self.lane, ClusterLane):
+            await charge.hit(self.lane.client)  # raises LimitExceeded: nothing sent
+            charge = None
         if charge is not None:
             keys += charge.keys()
             args += charge.args()

@@ -16,9 +16,9 @@ import time
 from typing import Any, cast
 
 import msgspec
-from redis.asyncio import Redis
 
 from services.lobby.names import BadName, check_name, skeleton
+from services.redis.connection import Client
 from services.store.keys import Keys
 
 TOKEN_PREFIX = "dab_"
@@ -65,7 +65,7 @@ def is_account_token(token: str) -> bool:
 class Accounts:
     """Registers, authenticates and manages accounts, in Redis."""
 
-    def __init__(self, redis: Redis, keys: Keys, pools: tuple[str, ...] = ()) -> None:
+    def __init__(self, redis: Client, keys: Keys, pools: tuple[str, ...] = ()) -> None:
         self.redis = redis
         self.keys = keys
         self.pools = pools  # house bot pools whose names are reserved

@@ -17,12 +17,12 @@ import time
 from typing import Any, cast
 
 import msgspec
-from redis.asyncio import Redis
 
 from engine.rules import Rules
 from events.codec import JSON
 from services.lobby.accounts import Account, Accounts
 from services.projections.accounts import AccountFeeds
+from services.redis.connection import Client
 from services.redis.lua import LuaScript
 from services.store.keys import Keys, partition_of
 
@@ -128,7 +128,7 @@ class Challenges:
     """Makes, answers and lists challenges, telling every account involved through its feed."""
 
     def __init__(
-        self, redis: Redis, keys: Keys, accounts: Accounts, feeds: AccountFeeds, ttl_s: int
+        self, redis: Client, keys: Keys, accounts: Accounts, feeds: AccountFeeds, ttl_s: int
     ) -> None:
         self.redis = redis
         self.keys = keys

@@ -21,11 +21,11 @@ from typing import Any, cast
 
 import msgspec
 import structlog
-from redis.asyncio import Redis
 
 from engine.rules import Family, Rules
 from services.lobby.accounts import Account
 from services.projections.accounts import AccountFeeds
+from services.redis.connection import Client
 from services.redis.lua import LuaScript
 from services.store.keys import Keys
 
@@ -187,7 +187,7 @@ class SeekError(Exception):
 class Seeks:
     """The queue's records: add, withdraw, list, and take groups out."""
 
-    def __init__(self, redis: Redis, keys: Keys, feeds: AccountFeeds, ttl_s: float) -> None:
+    def __init__(self, redis: Client, keys: Keys, feeds: AccountFeeds, ttl_s: float) -> None:
         self.redis = redis
         self.keys = keys
         self.feeds = feeds

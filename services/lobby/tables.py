@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 import msgspec
-from redis.asyncio import Redis
 
 from engine.rules import Rules
 from events.codec import JSON
+from services.redis.connection import Client
 from services.redis.lua import LuaScript
 from services.store.keys import Keys
 
@@ -178,7 +178,7 @@ class LobbyMatch:
 class Lobby:
     """Creates, joins and reads lobby matches and resolves seat tokens, in Redis."""
 
-    def __init__(self, redis: Redis, topo: Keys, ttl_s: int) -> None:
+    def __init__(self, redis: Client, topo: Keys, ttl_s: int) -> None:
         self.redis = redis
         self.topo = topo
         self.ttl_s = ttl_s

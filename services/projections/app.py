@@ -6,18 +6,18 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from faststream import FastStream
-from redis.asyncio import Redis
 
 from services.config import Settings
 from services.projections.accounts import AccountFeeds, FinishedFeeds
 from services.projections.projector import Projector
 from services.projections.ratings import RatingsProjector
 from services.redis.apps import run_task, service_app
+from services.redis.connection import Client
 from services.store.projection import RedisCheckpoints
 from services.store.redis import RedisEventStore
 
 
-def every_projection(redis: Redis, settings: Settings) -> Projector:
+def every_projection(redis: Client, settings: Settings) -> Projector:
     """The projector of every projection — summaries, match lists, results, ratings, and the
     accounts told when their matches end — fed by one read of the logs: what the service
     follows and what ``domino projections rebuild`` refolds."""
@@ -28,12 +28,12 @@ def every_projection(redis: Redis, settings: Settings) -> Projector:
     return Projector(store, checkpoints, also=[ratings, feeds])
 
 
-def projector_app(url: str, settings: Settings) -> FastStream:
-    """The projector: keeps every projection up to date."""
+def projector_app(url: str, settings: Settings, *, cluster: bool = False) -> FastStream:
+    """The projector: keeps every projection up to date (on a Redis Cluster with ``cluster``)."""
 
-    async def start(redis: Redis) -> Callable[[], Awaitable[None]]:
+    async def start(redis: Client) -> Callable[[], Awaitable[None]]:
         projector = every_projection(redis, settings)
         stop = asyncio.Event()
         return run_task(lambda: projector.run(stop), stop.set)
 
-    return service_app(url, start)
+    return service_app(url, start, cluster=cluster)

@@ -17,11 +17,11 @@ from typing import Any
 import structlog
 from fast_depends.msgspec import MsgSpecSerializer
 from faststream import FastStream
-from faststream.redis import RedisBroker
+from faststream.redis import RedisBroker, RedisClusterBroker
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from services.redis.connection import node_client
+from services.redis.connection import Client, detect_cluster, open_client
 
 log = structlog.get_logger()
 
@@ -38,26 +38,48 @@ def consumer_name(kind: str) -> str:
     return f"{kind}-{socket.gethostname()}-{os.getpid()}"
 
 
-def redis_broker(url: str) -> RedisBroker:
-    """A broker for ``url`` whose messages are msgspec-encoded and which logs nothing itself
-    (the services log through structlog)."""
+def redis_broker(url: str, cluster: bool = False) -> RedisBroker:
+    """A broker for ``url`` (a Redis Cluster's node with ``cluster``) whose messages are
+    msgspec-encoded and which logs nothing itself (the services log through structlog)."""
     # FastStream's RedisBrokerParams types ``logger`` as LoggerProto only, yet None is how its
     # logging is turned off (make_logger_storage maps None to an EmptyLoggerStorage; FastStream
     # itself types the same parameter Optional).
-    return RedisBroker(url, serializer=MsgSpecSerializer(), logger=None)  # type: ignore[arg-type]
+    kind = RedisClusterBroker if cluster else RedisBroker
+    return kind(url, serializer=MsgSpecSerializer(), logger=None)  # type: ignore[arg-type]
+
+
+def topology(url: str, cluster: bool) -> bool:
+    """Whether the services' Redis at ``url`` is a Redis Cluster: ``cluster`` if set (the
+    DOMINO_REDIS_CLUSTER setting), else what the server says once it answers (a service
+    started before its Redis waits for it here)."""
+    if cluster:
+        return True
+
+    async def ask() -> bool:
+        probe = Redis.from_url(url)
+        try:
+            await wait_for_redis(probe, url)
+        finally:
+            await probe.aclose()
+        return await detect_cluster(url)
+
+    return asyncio.run(ask())
 
 
 def service_app(
     url: str,
-    start: Callable[[Redis], Awaitable[Callable[[], Awaitable[None]]]],
+    start: Callable[[Client], Awaitable[Callable[[], Awaitable[None]]]],
     broker: RedisBroker | None = None,
+    *,
+    cluster: bool = False,
 ) -> FastStream:
     """A FastStream app that runs ``start(redis)`` after startup and its returned stopper on
-    shutdown; ``broker`` when the service has subscribers of its own."""
-    broker = broker or redis_broker(url)
+    shutdown; ``broker`` when the service has subscribers of its own. With ``cluster`` the
+    client (and a broker made here) speak to a Redis Cluster."""
+    broker = broker or redis_broker(url, cluster)
     app = FastStream(broker, logger=None)
     state: dict[str, Callable[[], Awaitable[None]]] = {}
-    redis = node_client(url)
+    redis = open_client(url, cluster=cluster)
 
     @app.on_startup
     async def _wait() -> None:
@@ -76,7 +98,7 @@ def service_app(
     return app
 
 
-async def wait_for_redis(redis: Redis, url: str) -> None:
+async def wait_for_redis(redis: Client, url: str) -> None:
     """Return once Redis answers: a service started before its Redis (or while it restarts)
     waits for it instead of exiting, saying so every few seconds."""
     pause, waited, say_at = 0.1, 0.0, 0.0

@@ -55,23 +55,55 @@ def node_client(
     return Redis(connection_pool=pool)
 
 
+def cluster_client(url: str, *, max_connections: int = 100) -> RedisCluster:
+    """A bytes-returning client for the Redis Cluster one of whose nodes is at ``url``, not
+    connected until first used; it follows MOVED and ASK, and learns the new layout when a
+    replica takes over a master's slots."""
+    return RedisCluster.from_url(url, decode_responses=False, max_connections=max_connections)
+
+
+def open_client(
+    url: str,
+    *,
+    cluster: bool,
+    max_connections: int | None = None,
+    wait_s: float | None = None,
+) -> Client:
+    """A client for ``url``: a cluster client when ``cluster``, else a node client (see
+    :func:`node_client` for ``max_connections`` and ``wait_s``). Not connected until used."""
+    if cluster:
+        return cluster_client(url, max_connections=max_connections or 100)
+    return node_client(url, max_connections=max_connections, wait_s=wait_s)
+
+
+def is_cluster(client: Client) -> bool:
+    """Whether ``client`` speaks to a Redis Cluster: a multi-key command must then keep to
+    one hash slot, and a blocking read cover one slot."""
+    return isinstance(client, RedisCluster)
+
+
+async def detect_cluster(url: str) -> bool:
+    """Whether the server at ``url`` is a Redis Cluster node (it says so in INFO)."""
+    probe = Redis.from_url(url)
+    try:
+        info = await probe.info("cluster")
+    finally:
+        await probe.aclose()
+    return bool(info.get("cluster_enabled"))
+
+
 async def connect(url: str, *, cluster: bool | Literal["auto"] = "auto") -> Client:
     """A connected bytes-returning client for ``url``; ``cluster="auto"`` asks the server
     which kind it is. Raises redis.ConnectionError when the server does not answer."""
     if cluster == "auto":
-        probe = Redis.from_url(url)
-        try:
-            info = await probe.info("cluster")
-        finally:
-            await probe.aclose()
-        cluster = bool(info.get("cluster_enabled"))
+        cluster = await detect_cluster(url)
     if cluster:
-        cluster_client = RedisCluster.from_url(url, decode_responses=False)
-        await cluster_client.initialize()
-        return cluster_client
-    client = node_client(url)
-    await client.ping()
-    return client
+        client = cluster_client(url)
+        await client.initialize()
+        return client
+    node = node_client(url)
+    await node.ping()
+    return node
 
 
 def without_password(url: str) -> str:

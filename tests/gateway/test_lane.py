@@ -26,9 +26,9 @@ def key() -> str:
 
 
 async def test_a_batch_gets_its_replies_in_order_with_errors_in_their_slots(
-    redis_url: str,
+    node_redis_url: str,
 ) -> None:
-    lane = Lane(redis_url)
+    lane = Lane(node_redis_url)
     k = key()
     try:
         replies = await lane.pipeline(
@@ -46,8 +46,8 @@ async def test_a_batch_gets_its_replies_in_order_with_errors_in_their_slots(
         await lane.aclose()
 
 
-async def test_a_script_the_server_forgot_is_loaded_again(redis_url: str) -> None:
-    lane = Lane(redis_url)
+async def test_a_script_the_server_forgot_is_loaded_again(node_redis_url: str) -> None:
+    lane = Lane(node_redis_url)
     try:
         await lane.call("SCRIPT", "FLUSH")
         calls = [([f"k{n}"], [n, 1.5]) for n in range(3)]
@@ -59,14 +59,14 @@ async def test_a_script_the_server_forgot_is_loaded_again(redis_url: str) -> Non
         await lane.aclose()
 
 
-async def test_the_urls_database_is_used(redis_url: str) -> None:
-    lane = Lane(f"{redis_url.rstrip('/')}/3")
+async def test_the_urls_database_is_used(node_redis_url: str) -> None:
+    lane = Lane(f"{node_redis_url.rstrip('/')}/3")
     k = key()
     try:
         await lane.call("SET", k, "in three")
         with (
-            redis.Redis.from_url(redis_url, db=3) as three,
-            redis.Redis.from_url(redis_url) as zero,
+            redis.Redis.from_url(node_redis_url, db=3) as three,
+            redis.Redis.from_url(node_redis_url) as zero,
         ):
             assert three.get(k) == b"in three" and zero.get(k) is None
             three.delete(k)
@@ -74,8 +74,8 @@ async def test_the_urls_database_is_used(redis_url: str) -> None:
         await lane.aclose()
 
 
-async def test_xread_entries_come_raw(redis_url: str) -> None:
-    lane = Lane(redis_url)
+async def test_xread_entries_come_raw(node_redis_url: str) -> None:
+    lane = Lane(node_redis_url)
     k = key()
     try:
         entry = await lane.call("XADD", k, "*", "match", "m-1", "__data__", b"{}")
@@ -87,15 +87,15 @@ async def test_xread_entries_come_raw(redis_url: str) -> None:
 
 
 async def test_a_lost_connection_fails_its_callers_and_the_next_call_connects_again(
-    redis_url: str,
+    node_redis_url: str,
 ) -> None:
-    lane = Lane(redis_url)
+    lane = Lane(node_redis_url)
     name = key()
     try:
         await lane.call("CLIENT", "SETNAME", name)
         waiting = asyncio.create_task(lane.call("BLPOP", key(), 10))
         await asyncio.sleep(0.1)
-        with redis.Redis.from_url(redis_url) as admin:
+        with redis.Redis.from_url(node_redis_url) as admin:
             [client] = [c for c in admin.client_list() if c["name"] == name]
             admin.client_kill_filter(_id=client["id"])
         with pytest.raises(RedisConnectionError):

@@ -15,13 +15,14 @@ from services.lobby.names import BadName, check_name, skeleton
 from services.lobby.tables import new_token as seat_token
 from services.projections.accounts import AccountFeeds
 from services.store.keys import Keys
+from tests.support.topology import client_for
 
 pytestmark = [pytest.mark.behaviour, pytest.mark.anyio]
 
 
 @pytest.fixture
 async def redis(redis_url: str) -> AsyncIterator[Redis]:
-    client = Redis.from_url(redis_url)
+    client = client_for(redis_url)
     yield client
     await client.aclose()
 

@@ -16,6 +16,7 @@ from events.model import MatchEnded
 from services.lobby.arena import Pairing
 from services.lobby.arenas import ArenaRefused, Arenas, match_id_for
 from services.store.keys import Keys
+from tests.support.topology import client_for
 
 pytestmark = [pytest.mark.behaviour, pytest.mark.anyio]
 
@@ -26,7 +27,7 @@ T0 = 1_000_000.0
 
 @pytest.fixture
 async def redis(redis_url: str) -> AsyncIterator[Redis]:
-    client = Redis.from_url(redis_url)
+    client = client_for(redis_url)
     yield client
     await client.aclose()
 

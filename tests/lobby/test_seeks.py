@@ -21,6 +21,7 @@ from services.lobby.seeks import (
 )
 from services.projections.accounts import AccountFeeds
 from services.store.keys import Keys
+from tests.support.topology import client_for
 
 
 def seek(n: int, rating: float, since: float) -> Seek:
@@ -64,7 +65,7 @@ def test_house_bots_fill_after_the_wait() -> None:
 
 @pytest.fixture
 async def redis(redis_url: str) -> AsyncIterator[Redis]:
-    client = Redis.from_url(redis_url)
+    client = client_for(redis_url)
     yield client
     await client.aclose()
 

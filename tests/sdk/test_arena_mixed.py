@@ -13,13 +13,13 @@ import httpx
 import pytest
 from domino_sdk import Bot, PlayTile, View, register
 from domino_sdk.model import Move
-from redis.asyncio import Redis
 
 from services.projections.ratings import RatingsProjector, ratings_table
 from services.store.projection import RedisCheckpoints
 from services.store.redis import RedisEventStore
 from tests.gateway.conftest import OPERATOR, Gateways
 from tests.gateway.test_accounts import final_standings, open_arena, play_account
+from tests.support.topology import client_for
 
 pytestmark = [pytest.mark.service, pytest.mark.anyio]
 
@@ -31,7 +31,7 @@ class Heaviest(Bot):
 
 
 async def ratings(g: Gateways) -> dict[str, Any]:
-    redis = Redis.from_url(g.redis_url)
+    redis = client_for(g.redis_url)
     try:
         store = RedisEventStore(redis, partitions=g.settings.partitions, prefix=g.settings.prefix)
         checkpoints = RedisCheckpoints(

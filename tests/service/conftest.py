@@ -8,7 +8,6 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from redis.asyncio import Redis
 
 from engine.game import evolve
 from engine.state import MatchState
@@ -17,6 +16,13 @@ from events.envelope import Envelope
 from services.cli.supervisor import Stack
 from services.config import Settings
 from services.store.redis import RedisEventStore
+from tests.support.topology import client_for
+
+
+@pytest.fixture(scope="session")
+def redis_url(topology_url: str) -> str:
+    """This suite runs on one Redis node and on a Redis Cluster (tests/conftest.py)."""
+    return topology_url
 
 
 @pytest.fixture
@@ -41,7 +47,7 @@ def stack(redis_url: str, settings: Settings, tmp_path: object) -> Iterator[Stac
 
 async def read_log(url: str, settings: Settings, match_id: str) -> list[Envelope]:
     """Every envelope of a match, in order."""
-    redis = Redis.from_url(url)
+    redis = client_for(url)
     try:
         store = RedisEventStore(redis, partitions=settings.partitions, prefix=settings.prefix)
         return [JSON.decode_envelope(r.data) for r in await store.read(match_id)]

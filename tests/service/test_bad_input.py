@@ -6,7 +6,6 @@ import asyncio
 import time
 
 import pytest
-from redis.asyncio import Redis
 
 from engine.game import legal_moves
 from engine.rules import Rules
@@ -28,6 +27,7 @@ from services.cli.supervisor import Stack
 from services.config import Settings
 from services.core.commands import ServiceClient
 from tests.service.conftest import fold, read_log
+from tests.support.topology import client_for
 
 pytestmark = pytest.mark.service
 
@@ -46,7 +46,7 @@ def test_bad_commands_are_rejected_with_a_reason_and_leave_the_log_unchanged(
     """Out of turn, illegal, malformed, oversized, unknown type and replayed commands."""
 
     async def scenario() -> None:
-        redis = Redis.from_url(redis_url)
+        redis = client_for(redis_url)
         client = service_client(redis, settings, sender="tester")
         try:
             match_id = await client.create_match(Rules.make("express", players=2), [None, None])
@@ -128,7 +128,7 @@ def test_a_resignation_through_the_service_ends_the_match_for_the_other_side(
     """Resign is a command like any other: the log ends with the round and the match."""
 
     async def scenario() -> list[str]:
-        redis = Redis.from_url(redis_url)
+        redis = client_for(redis_url)
         client = service_client(redis, settings, sender="resigner")
         try:
             match_id = await client.create_match(Rules.make("straight", players=2), [None, None])
@@ -156,7 +156,7 @@ def test_a_match_whose_log_is_corrupt_is_parked_and_the_others_go_on(
     """A command the referee cannot handle is dead-lettered with the reason, alone."""
 
     async def scenario() -> None:
-        redis = Redis.from_url(redis_url)
+        redis = client_for(redis_url)
         client = service_client(redis, settings, sender="corrupt")
         try:
             rules = Rules.make("express", players=2)

@@ -8,7 +8,6 @@ import time
 
 import msgspec
 import pytest
-from redis.asyncio import Redis
 
 from engine.game import evolve
 from engine.rules import Rules
@@ -20,6 +19,7 @@ from services.cli.clients import service_client
 from services.cli.supervisor import Stack
 from services.config import Settings
 from tests.service.conftest import fold, wait_until_over
+from tests.support.topology import client_for
 
 pytestmark = pytest.mark.service
 
@@ -39,7 +39,7 @@ def create(
     """Open matches through the command streams; return their ids."""
 
     async def go() -> list[str]:
-        redis = Redis.from_url(url)
+        redis = client_for(url)
         try:
             client = service_client(redis, settings, sender="test")
             return [await client.create_match(r, s, deadline_ms=deadline_ms) for r, s in specs]
@@ -73,7 +73,7 @@ def test_whole_matches_of_every_family_finish_through_the_service(
 
 async def pending_entries(url: str, settings: Settings) -> int:
     """Entries read but never acknowledged, over every command and turns stream."""
-    redis = Redis.from_url(url)
+    redis = client_for(url)
     try:
         total = 0
         for p in range(settings.partitions):
@@ -146,7 +146,7 @@ def test_no_turn_message_shows_a_tile_its_seat_may_not_see(
         logs = wait_until_over(redis_url, settings, ids)
 
     async def turns() -> list[bytes]:
-        redis = Redis.from_url(redis_url)
+        redis = client_for(redis_url)
         try:
             out: list[bytes] = []
             for p in range(settings.partitions):
@@ -191,10 +191,13 @@ def test_two_referees_split_the_partitions_and_the_survivor_takes_over(
     """One writer per partition: leases give each referee half; a dead one's half moves."""
 
     async def owners() -> list[bytes | None]:
-        redis = Redis.from_url(redis_url)
+        redis = client_for(redis_url)
         try:
             keys = [f"{settings.prefix}:{{p{p}}}:owner" for p in range(settings.partitions)]
-            return list(await redis.mget(keys))
+            pipe = redis.pipeline(transaction=False)  # one GET each: a key per cluster slot
+            for key in keys:
+                pipe.get(key)
+            return list(await pipe.execute())
         finally:
             await redis.aclose()
 

@@ -11,7 +11,6 @@ import time
 
 import msgspec
 import pytest
-from redis.asyncio import Redis
 
 from engine.game import legal_moves
 from engine.rules import Rules
@@ -27,13 +26,14 @@ from services.store.projection import RedisCheckpoints
 from services.store.redis import RedisEventStore
 from tests.service.conftest import fold, wait_until_over
 from tests.service.test_hosted_matches import create
+from tests.support.topology import client_for
 
 pytestmark = pytest.mark.service
 
 
 async def snapshot(url: str, settings: Settings) -> dict[bytes, object]:
     """Every projection key with its content."""
-    redis = Redis.from_url(url)
+    redis = client_for(url)
     try:
         out: dict[bytes, object] = {}
         async for key in redis.scan_iter(match=f"{settings.prefix}:*:proj:*"):
@@ -62,7 +62,7 @@ def test_projections_rebuilt_from_the_log_equal_the_live_ones(
         logs = wait_until_over(redis_url, settings, ids)
 
         async def finished() -> list[str]:
-            redis = Redis.from_url(redis_url)
+            redis = client_for(redis_url)
             try:
                 return [s.match_id for s in await Queries(redis, settings).matches(True)]
             finally:
@@ -75,7 +75,7 @@ def test_projections_rebuilt_from_the_log_equal_the_live_ones(
     live = asyncio.run(snapshot(redis_url, settings))
 
     async def results() -> list[ResultLine]:
-        redis = Redis.from_url(redis_url)
+        redis = client_for(redis_url)
         try:
             return await Queries(redis, settings).results()
         finally:
@@ -113,7 +113,7 @@ def test_a_match_list_reads_only_the_latest_of_each_partition(
     a hostile client could use); a list now reads at most ``limit`` a partition."""
 
     async def scenario() -> list[str]:
-        redis = Redis.from_url(redis_url)
+        redis = client_for(redis_url)
         try:
             queries = Queries(redis, settings)
             key = queries.checkpoints.key
@@ -167,7 +167,7 @@ async def _store_match(
 async def _results_of_stored_matches(
     url: str, settings: Settings
 ) -> tuple[dict[str, ResultLine], list[Summary]]:
-    redis = Redis.from_url(url)
+    redis = client_for(url)
     try:
         store = RedisEventStore(redis, partitions=settings.partitions, prefix=settings.prefix)
         rng = random.Random(11)

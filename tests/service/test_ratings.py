@@ -12,7 +12,6 @@ import time
 
 import msgspec
 import pytest
-from redis.asyncio import Redis
 
 from engine.rules import Rules
 from events.codec import JSON
@@ -31,6 +30,7 @@ from services.projections.ratings import (
 )
 from services.store.projection import RedisCheckpoints
 from services.store.redis import RedisEventStore
+from tests.support.topology import client_for
 
 pytestmark = pytest.mark.service
 
@@ -166,7 +166,7 @@ async def _play_and_follow(
     url: str, settings: Settings
 ) -> tuple[list[MatchResult], list[Rating], list[str]]:
     """Play matches through the service while a ratings projection follows the log live."""
-    redis = Redis.from_url(url)
+    redis = client_for(url)
     store = RedisEventStore(redis, partitions=settings.partitions, prefix=settings.prefix)
     checkpoints = RedisCheckpoints(redis, partitions=settings.partitions, prefix=settings.prefix)
     projector = RatingsProjector(store, checkpoints)
@@ -210,7 +210,7 @@ async def _play_and_follow(
 
 
 async def _rebuilt(url: str, settings: Settings) -> tuple[list[MatchResult], list[Rating]]:
-    redis = Redis.from_url(url)
+    redis = client_for(url)
     try:
         store = RedisEventStore(redis, partitions=settings.partitions, prefix=settings.prefix)
         checkpoints = RedisCheckpoints(
@@ -254,7 +254,7 @@ def test_ratings_rebuilt_from_the_log_equal_the_live_projection(
 async def _swapped(url: str, settings: Settings) -> tuple[int, dict[str, Rating]]:
     """Eight Straight matches between the random and greedy pools, each seat given the other
     pool's name; how many the greedy pool won, and the ratings rebuilt from the log."""
-    redis = Redis.from_url(url)
+    redis = client_for(url)
     try:
         store = RedisEventStore(redis, partitions=settings.partitions, prefix=settings.prefix)
         client = service_client(redis, settings, sender="swapped")

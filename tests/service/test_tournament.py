@@ -13,7 +13,6 @@ from itertools import combinations
 from pathlib import Path
 
 import pytest
-from redis.asyncio import Redis
 
 from engine.strategy import STRATEGIES
 from events.codec import JSON
@@ -23,6 +22,7 @@ from services.cli.tournament import Played, seatings, standings
 from services.config import Settings
 from services.store.base import START
 from services.store.redis import RedisEventStore
+from tests.support.topology import client_for
 
 pytestmark = pytest.mark.service
 
@@ -52,7 +52,7 @@ def test_standings_count_a_pair_once_and_each_single_seat_apart() -> None:
 
 async def _created(url: str, settings: Settings) -> list[tuple[str, ...]]:
     """The players by seat of every match in the store."""
-    redis = Redis.from_url(url)
+    redis = client_for(url)
     try:
         store = RedisEventStore(redis, partitions=settings.partitions, prefix=settings.prefix)
         out = []
