@@ -175,6 +175,17 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     max_command_bytes: Annotated[
         int, Var("DOMINO_MAX_COMMAND_BYTES", "larger commands are rejected unread")
     ] = 16384
+    metrics_port: Annotated[
+        int,
+        Var(
+            "DOMINO_METRICS_PORT",
+            "port of the process's `/metrics`, `/healthz` and `/readyz` (0: none; `domino up`"
+            " gives its k-th process this port + k)",
+        ),
+    ] = 0
+    metrics_host: Annotated[
+        str, Var("DOMINO_METRICS_HOST", "address the metrics port listens on")
+    ] = "127.0.0.1"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -187,6 +198,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             )
         if settings.watch_ms < 100:
             raise ConfigError("DOMINO_WATCH_MS must be at least 100 (a tenth of a second)")
+        if not 0 <= settings.metrics_port <= 65535:
+            raise ConfigError("DOMINO_METRICS_PORT is a port: 0 to 65535 (0: none)")
         return settings
 
 

@@ -13,10 +13,12 @@ from engine.strategy import make_strategy
 from events.wire import Rejected
 from services.bots.worker import BotWorker, group_name, heartbeat
 from services.config import Settings
+from services.metrics import Exporter
 from services.redis.apps import consumer_name, redis_broker, run_task, service_app
 from services.redis.connection import Client, open_client
 from services.store.keys import Keys
 from services.transport.redis import RedisTransport, ensure_groups
+from services.transport.stats import GroupGauges
 
 log = structlog.get_logger()
 
@@ -30,8 +32,11 @@ def bots_app(
     seed: int | None = None,
     *,
     cluster: bool = False,
+    exporter: Exporter | None = None,
 ) -> FastStream:
-    """A bot worker: answers the turns of ``pool`` (default: the strategy's name)."""
+    """A bot worker: answers the turns of ``pool`` (default: the strategy's name); its health,
+    readiness and metrics answered by ``exporter``."""
+    exporter = exporter or Exporter.disabled()
     pool = pool or strategy
     topo = Keys(settings.prefix, settings.partitions)
     replies = topo.replies(group_name(pool))
@@ -53,7 +58,16 @@ def bots_app(
         bot = make_strategy(strategy, seed, settings.search_budget_ms)
         worker = BotWorker(settings, RedisTransport(redis, topo), bot, pool, consumer)
         beat = asyncio.create_task(heartbeat(redis, topo, pool, consumer))
-        stop_worker = run_task(worker.run, worker.stop)
+        group = GroupGauges(group_name(pool))
+
+        async def ready() -> str | None:
+            return None if worker.consuming else "the worker does not read its turns"
+
+        async def refresh() -> None:
+            await group.refresh(redis, topo.all_turns(pool))
+
+        exporter.attach(ready, refresh)
+        stop_worker = run_task(exporter.watch(worker.run), worker.stop)
 
         async def stop() -> None:
             beat.cancel()

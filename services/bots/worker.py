@@ -21,6 +21,7 @@ from events.wire import TurnMessage
 from services.config import Settings
 from services.core.commands import command_message
 from services.core.worker import GroupWorker
+from services.metrics import BOT_THINK, BOT_TURNS
 from services.redis.connection import Client
 from services.redis.lua import LuaScript
 from services.store.keys import Keys
@@ -111,15 +112,21 @@ class BotWorker(GroupWorker):
         self.moves = 0
         self.claim_idle_ms = settings.claim_idle_ms
         self.what = "turns"
+        self.consuming = False
+        """Whether the worker reads its turns (its group exists, it has not stopped)."""
+        self._turns = BOT_TURNS.labels(pool)  # looked up once: a batch only adds to them
+        self._think = BOT_THINK.labels(pool)
 
     async def run(self) -> None:
         """Answer turns until ``stop()``."""
         if not await self.until_done("starting the bot worker", self.reader.start):
             return
         log.info("bot worker started", pool=self.pool, strategy=self.strategy.name)
+        self.consuming = True
         try:
             await self.serve()
         finally:
+            self.consuming = False
             log.info("bot worker stopped", pool=self.pool, moves=self.moves)
 
     async def handle(self, entries: list[Entry]) -> None:
@@ -130,6 +137,7 @@ class BotWorker(GroupWorker):
         now = time.time()
         answers: list[Message] = []
         done: list[Entry] = []
+        thinking = 0.0
         for entry in entries:
             try:
                 turn = JSON.decode_turn(entry.data or b"")
@@ -138,6 +146,7 @@ class BotWorker(GroupWorker):
                 continue
             if self.observe is not None:
                 self.observe(turn, now)
+            began = time.perf_counter()
             try:
                 command = self.strategy.choose(turn.view)
             except Exception:  # a strategy's bug must not stall the other matches' turns
@@ -148,6 +157,7 @@ class BotWorker(GroupWorker):
                     version=turn.version,
                 )
                 command = turn.view.legal[0]
+            thinking += time.perf_counter() - began
             command_id = f"turn:{turn.version}:{turn.seat}"
             answers.append(
                 command_message(self.keys, turn.match_id, command_id, command, self.reply_to, now)
@@ -156,3 +166,6 @@ class BotWorker(GroupWorker):
             log.debug("move", match_id=turn.match_id, seat=turn.seat, version=turn.version)
             self.moves += 1
         await self.reader.answer(answers, done)
+        if done:
+            self._turns.inc(len(done))
+            self._think.observe(thinking)

@@ -34,6 +34,7 @@ from services.config import ConfigError, Settings
 from services.core.local_match import play_local_match
 from services.gateway.config import GatewayConfigError, GatewaySettings
 from services.logs import configure
+from services.metrics import Exporter
 from services.projections.app import every_projection, projector_app
 from services.projections.queries import Queries
 from services.redis.apps import topology, tune_gc
@@ -47,6 +48,7 @@ from services.store.keys import Keys
 
 PLUGINS = (
     "services.cli.gateway_commands",
+    "services.cli.status",
     "services.cli.bot_commands",
     "services.cli.tournament_commands",
 )
@@ -218,14 +220,33 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 1
 
 
-def _run_app(app: FastStream) -> int:
+def _run_service(
+    settings: Settings, group: str, build: Callable[[str, bool, Exporter], FastStream]
+) -> int:
+    """Run the app ``build(url, cluster, exporter)`` makes until SIGINT or SIGTERM. Its
+    exporter (on DOMINO_METRICS_PORT, if set) answers from the start: while the service waits
+    for its Redis, /healthz says it runs and /readyz that it is not ready yet."""
+    url = _service_url(settings)
+    exporter = Exporter.of(settings, group)
     tune_gc()
+
+    async def run() -> None:
+        try:
+            await exporter.start()
+        except OSError as e:
+            raise CliError(f"cannot serve the metrics on port {exporter.port}: {e}") from None
+        try:
+            app = build(url, await topology(url, settings.cluster), exporter)
+            await app.run()
+        finally:
+            await exporter.stop()
+
     try:
         import uvloop
 
-        uvloop.run(app.run())
+        uvloop.run(run())
     except ImportError:  # pragma: no cover - uvloop is a dependency where it builds
-        asyncio.run(app.run())
+        asyncio.run(run())
     return 0
 
 
@@ -239,8 +260,13 @@ def cmd_referee(args: argparse.Namespace) -> int:
     """Run one referee until SIGINT or SIGTERM."""
     settings = _settings()
     configure(settings.log_level, settings.log_format, service="referee")
-    url = _service_url(settings)
-    return _run_app(referee_app(url, settings, args.name, cluster=topology(url, settings.cluster)))
+    return _run_service(
+        settings,
+        "referee",
+        lambda url, cluster, exporter: referee_app(
+            url, settings, args.name, cluster=cluster, exporter=exporter
+        ),
+    )
 
 
 def cmd_bots(args: argparse.Namespace) -> int:
@@ -265,21 +291,41 @@ def cmd_bots(args: argparse.Namespace) -> int:
             )
         return _supervise(stack)
     configure(settings.log_level, settings.log_format, service="bots")
-    cluster = topology(url, settings.cluster)
-    app = bots_app(url, settings, args.strategy, args.pool, args.name, args.seed, cluster=cluster)
-    return _run_app(app)
+    return _run_service(
+        settings,
+        "bots",
+        lambda url, cluster, exporter: bots_app(
+            url,
+            settings,
+            args.strategy,
+            args.pool,
+            args.name,
+            args.seed,
+            cluster=cluster,
+            exporter=exporter,
+        ),
+    )
 
 
 def cmd_projector(args: argparse.Namespace) -> int:
     """Run the projector until SIGINT or SIGTERM."""
     settings = _settings()
     configure(settings.log_level, settings.log_format, service="projector")
-    url = _service_url(settings)
-    return _run_app(projector_app(url, settings, cluster=topology(url, settings.cluster)))
+    return _run_service(
+        settings,
+        "projector",
+        lambda url, cluster, exporter: projector_app(
+            url, settings, cluster=cluster, exporter=exporter
+        ),
+    )
 
 
 def _supervise(stack: Stack) -> int:
     """Wait on the children until Ctrl-C or SIGTERM, or until one of them dies."""
+    if stack.metrics_ports:
+        host = stack.settings.metrics_host
+        ports = ", ".join(f"{name} :{port}" for name, port in stack.metrics_ports.items())
+        print(f"metrics, /healthz and /readyz on {host}: {ports}")
     stopping = False
 
     def on_term(signum: int, frame: object) -> None:

@@ -1,4 +1,8 @@
-"""Run the whole stack as separate processes: referees, bot workers and the projector."""
+"""Run the whole stack as separate processes: referees, bot workers and the projector.
+
+With a metrics port set (DOMINO_METRICS_PORT), the k-th child started serves its metrics,
+health and readiness on that port + k: one port per process, on one host.
+"""
 
 from __future__ import annotations
 
@@ -36,6 +40,8 @@ class Stack:
         self.log_dir = Path(log_dir) if log_dir else None
         self.gateway = gateway  # the HTTP gateway, on DOMINO_GATEWAY_HOST and _PORT
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self.metrics_ports: dict[str, int] = {}
+        """Each child's metrics port, in the order they started (none without a port)."""
         self._logs: list[IO[bytes]] = []
 
     def env(self) -> dict[str, str]:
@@ -55,9 +61,14 @@ class Stack:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             out = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - closed in stop()
             self._logs.append(out)
+        env = self.env()
+        if self.settings.metrics_port:
+            base = self.settings.metrics_port
+            port = self.metrics_ports.setdefault(name, base + len(self.metrics_ports))
+            env[ENV["metrics_port"]] = str(port)
         process = subprocess.Popen(
             [sys.executable, "-m", "services.cli.main", *args],
-            env=self.env(),
+            env=env,
             stdout=out,
             stderr=subprocess.STDOUT if out is not None else None,
             stdin=subprocess.DEVNULL,

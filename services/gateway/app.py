@@ -18,6 +18,7 @@ from typing import Any, TypeVar, cast
 
 import msgspec
 import structlog
+from redis.exceptions import RedisError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request as StarletteRequest
@@ -78,6 +79,7 @@ from services.lobby.challenges import Challenges
 from services.lobby.names import BadName, check_name, skeleton
 from services.lobby.seeks import Group, Kind, Matchmaker, Seeks
 from services.lobby.tables import JoinError, Lobby, LobbyMatch, token_hash
+from services.metrics import GATEWAY_MOVES, GATEWAY_REQUESTS, Exporter, exposition, register
 from services.projections.accounts import AccountFeeds
 from services.projections.queries import Queries
 from services.projections.ratings import RatingsProjector, ratings_table
@@ -104,6 +106,9 @@ SEATS_CACHED = 100_000
 """Account and play streams an account may have open at once (per gateway process)."""
 RATINGS_FRESH_S = 30.0
 """How long the seek queue uses a ratings table before reading it again."""
+READY_PING_S = 2.0
+"""A Redis that does not answer a ping within this long leaves the gateway not ready."""
+_MOVES = {outcome: GATEWAY_MOVES.labels(outcome) for outcome in ("accepted", "rejected", "timeout")}
 
 
 class GatewayNotStarted(RuntimeError):
@@ -171,6 +176,30 @@ class Gateway:
         self._running: _Running | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def serving(self, app: Starlette) -> AsyncIterator[None]:
+        """The app's lifespan: the metrics port (DOMINO_METRICS_PORT, when set) answers from
+        the start, then :meth:`lifespan` connects and serves."""
+        exporter = Exporter.of(self.settings, "gateway")
+        await exporter.start()
+        exporter.attach(self.readiness)
+        try:
+            async with self.lifespan(app):
+                yield
+        finally:
+            await exporter.stop()
+
+    async def readiness(self) -> str | None:
+        """None while the gateway serves: it has started and its Redis answers; else why not."""
+        running = self._running
+        if running is None:
+            return "the gateway is not running (starting, or stopped)"
+        try:
+            await asyncio.wait_for(running.redis.ping(), READY_PING_S)
+        except (RedisError, TimeoutError) as e:
+            return f"Redis does not answer: {e!r}"
+        return None
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
@@ -1003,6 +1032,7 @@ class Gateway:
         headers = charge.headers()
         if outcome is not None and outcome.rejection is not None:
             r = outcome.rejection
+            _MOVES["rejected"].inc()
             log.debug("move rejected", match_id=match_id, seat=seat, reason=r.reason)
             await self.rejected_moves.count(self.redis, digest)
             return Response.json(
@@ -1013,6 +1043,7 @@ class Gateway:
         if outcome is None and done is not None:
             outcome = Outcome(version=_first(done), replayed=True)
         if outcome is None or outcome.version is None:
+            _MOVES["timeout"].inc()
             return Response.json(
                 {
                     "error": "timeout",
@@ -1031,6 +1062,7 @@ class Gateway:
                     "idempotency_key_reused",
                     f"Idempotency-Key {key!r} was already used for a different move",
                 )
+        _MOVES["accepted"].inc()
         return Response.json(
             {"accepted": True, "version": version, "replayed": outcome.replayed}, 200, headers
         )
@@ -1058,6 +1090,21 @@ class Gateway:
         """GET /healthz."""
         await self.redis.ping()
         return Response.json({"ok": True, "following": len(self.hub.feeds)})
+
+    async def ready(self, request: Request) -> Response:
+        """GET /readyz: 200 while the gateway serves (it runs, and its Redis answers), else
+        503 with the reason."""
+        reason = await self.readiness()
+        if reason is not None:
+            return Response.json({"ready": False, "reason": reason}, 503)
+        return Response.json({"ready": True})
+
+    async def metrics(self, request: Request) -> Response:
+        """GET /metrics: the gateway's metrics in Prometheus's text format, for the operator's
+        token only (the metrics port, when set, serves them without one, to its own network)."""
+        self.operator(request)
+        body, content_type = exposition()
+        return Response(200, body, [(b"content-type", content_type.encode())])
 
     async def openapi(self, request: Request) -> Response:
         """GET /openapi.json."""
@@ -1125,6 +1172,7 @@ def _why(r: Rejection) -> dict[str, str]:
 
 
 async def _not_found(request: StarletteRequest, exc: Exception) -> JSONResponse:
+    GATEWAY_REQUESTS.labels("unmatched", "404").inc()
     return JSONResponse(
         {"error": "not_found", "message": f"no such endpoint {request.url.path}"}, 404
     )
@@ -1133,9 +1181,18 @@ async def _not_found(request: StarletteRequest, exc: Exception) -> JSONResponse:
 async def _http_error(request: StarletteRequest, exc: Exception) -> JSONResponse:
     status = exc.status_code if isinstance(exc, HTTPException) else 500
     code = "method_not_allowed" if status == 405 else "http_error"
+    GATEWAY_REQUESTS.labels("unmatched", str(status)).inc()
     message = f"{request.method} is not allowed here" if status == 405 else str(exc)
     headers = getattr(exc, "headers", None)
     return JSONResponse({"error": code, "message": message}, status, headers=headers)
+
+
+def _route_label(route: Route) -> str:
+    """A route as its metrics name it: method and path template (``{seat}``, not
+    ``{seat:int}``)."""
+    methods = " ".join(sorted(set(route.methods or ()) - {"HEAD"}))
+    path = re.sub(r"\{(\w+):\w+\}", r"{\1}", route.path)
+    return f"{methods} {path}"
 
 
 def create_app(
@@ -1146,6 +1203,7 @@ def create_app(
     if not url:
         raise ValueError("the gateway needs a Redis: set REDIS_URL")
     gw = Gateway(settings, config or GatewaySettings(), url)
+    register("gateway")  # for GET /metrics, with or without a metrics port
     p = Players(gw)
     m = f"{API}/matches/{{match_id}}"
     moves = (f"{m}/seats/{{seat:int}}/moves", Endpoint(gw.move))
@@ -1153,6 +1211,8 @@ def create_app(
     play = (f"{API}/account/play", Endpoint(p.play))
     routes = [
         Route("/healthz", Endpoint(gw.health), methods=["GET"]),
+        Route("/readyz", Endpoint(gw.ready), methods=["GET"]),
+        Route("/metrics", Endpoint(gw.metrics), methods=["GET"]),
         Route(f"{API}/openapi.json", Endpoint(gw.openapi), methods=["GET"]),
         Route(f"{API}/matches", Endpoint(gw.list_matches), methods=["GET"]),
         Route(f"{API}/matches", Endpoint(gw.create_match), methods=["POST"]),
@@ -1189,9 +1249,12 @@ def create_app(
         Route(f"{API}/arenas/{{arena_id}}/start", Endpoint(p.start_arena), methods=["POST"]),
         Route(f"{API}/arenas/{{arena_id}}/stream", Endpoint(p.arena_stream), methods=["GET"]),
     ]
+    for route in routes:
+        if isinstance(route.endpoint, Endpoint):
+            route.endpoint.measure(_route_label(route))
     app = App(
         routes=routes,
-        lifespan=gw.lifespan,
+        lifespan=gw.serving,
         exception_handlers={404: _not_found, 405: _http_error},
         # the hot paths (moves, and every line of the players' streams) skip the router's walk
         # and the middleware's wrapping of each write

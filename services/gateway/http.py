@@ -4,11 +4,13 @@ Handlers take a :class:`Request` and return a :class:`Response`; any :class:`Api
 :class:`LimitExceeded` they raise becomes a typed JSON error, and anything unexpected a JSON
 500 with the details in the log only. Bodies are read with a size limit, so a huge body is
 refused before it is buffered. :class:`App` takes the hottest routes (moves) before
-Starlette's middleware and router.
+Starlette's middleware and router. An Endpoint counts its answers in the gateway's metrics,
+by route and status.
 """
 
 from __future__ import annotations
 
+import time
 import traceback
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
@@ -16,12 +18,14 @@ from urllib.parse import parse_qsl
 
 import msgspec
 import structlog
+from prometheus_client import Counter, Histogram
 from redis.exceptions import RedisError
 from starlette.applications import Starlette
 from starlette.routing import compile_path
 from starlette.types import Receive, Scope, Send
 
 from services.gateway.limits import LimitExceeded
+from services.metrics import GATEWAY_RATE_LIMITED, GATEWAY_REQUEST_SECONDS, GATEWAY_REQUESTS
 
 log = structlog.get_logger()
 T = TypeVar("T")
@@ -157,14 +161,25 @@ Handler = Callable[[Request], Awaitable[Callable[[Scope, Receive, Send], Awaitab
 
 
 class Endpoint:
-    """An ASGI app around one handler: errors become typed JSON answers."""
+    """An ASGI app around one handler: errors become typed JSON answers, counted in the
+    metrics once the endpoint knows its route (:meth:`measure`)."""
 
     def __init__(self, handler: Handler) -> None:
         self.handler = handler
         self.__name__ = getattr(handler, "__name__", "endpoint")
+        self.route = ""
+        self._answers: dict[int, Counter] = {}  # status -> its counter, made on first use
+        self._seconds: Histogram | None = None
+
+    def measure(self, route: str) -> None:
+        """Count this endpoint's answers, and time them, under ``route`` (its method and path
+        template: never the path asked for, which would make a series per match)."""
+        self.route = route
+        self._seconds = GATEWAY_REQUEST_SECONDS.labels(route)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
+        started = time.perf_counter()
         try:
             response = await self.handler(request)
         except ApiError as e:
@@ -184,12 +199,20 @@ class Endpoint:
                 trace="".join(traceback.format_tb(e.__traceback__)),
             )
             response = ApiError(500, "internal", "the gateway failed; try again").response()
+        if self._seconds is not None:
+            self._seconds.observe(time.perf_counter() - started)
+            status = getattr(response, "status", 200)  # a stream starts with 200
+            counter = self._answers.get(status)
+            if counter is None:
+                counter = self._answers[status] = GATEWAY_REQUESTS.labels(self.route, str(status))
+            counter.inc()
         await response(scope, receive, send)
 
 
 def limited(e: LimitExceeded) -> Response:
     """The 429 answer to a request over a limit: ``Retry-After`` (whole seconds, rounded up)
     agrees with the body's exact ``retry_after``; the ``RateLimit-*`` headers come along."""
+    GATEWAY_RATE_LIMITED.labels(e.limit).inc()
     return Response.json(
         {
             "error": "rate_limited",

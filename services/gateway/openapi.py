@@ -528,6 +528,29 @@ def _paths() -> dict[str, Any]:
         "/healthz": {
             "get": {"summary": "Liveness", "responses": {"200": _json("ok", _ref("Health"))}}
         },
+        "/readyz": {
+            "get": {
+                "summary": "Readiness: the gateway runs and its Redis answers",
+                "responses": {
+                    "200": _json("ready", _ref("Readiness")),
+                    "503": _json("not ready, and why", _ref("Readiness")),
+                },
+            }
+        },
+        "/metrics": {
+            "get": {
+                "summary": "The gateway's metrics in Prometheus's text format (operations.md)",
+                "security": _OPERATOR,
+                "responses": {
+                    "200": {
+                        "description": "the metrics",
+                        "content": {"text/plain": {"schema": {"type": "string"}}},
+                    },
+                    "401": _NO_OPERATOR,
+                    "403": _NOT_OPERATOR,
+                },
+            }
+        },
     }
 
 
@@ -1023,6 +1046,12 @@ def _schemas() -> dict[str, Any]:
             "status": {"enum": ["open", "live", "finished"]},
             "matches": {"type": "array", "items": {"anyOf": [_ref("MatchInfo"), _ref("Summary")]}},
         },
+    }
+    components["Readiness"] = {
+        "description": "200 or 503 to GET /readyz: ready, or why not",
+        "type": "object",
+        "required": ["ready"],
+        "properties": {"ready": {"type": "boolean"}, "reason": {"type": "string"}},
     }
     components["AccountLine"] = _union(
         "A line of the account stream: the first of a fresh stream is `state`", AccountLine

@@ -24,7 +24,7 @@ from services.gateway.config import GatewaySettings
 from services.gateway.http import ApiError, Request, Response, decode_body
 from services.gateway.hub import FeedUnavailable, Hub, Subscriber, Waker
 from services.gateway.protocol import RulesBody
-from services.gateway.streaming import on_disconnect, start_stream
+from services.gateway.streaming import OPEN_STREAMS, on_disconnect, start_stream
 from services.lobby.accounts import Account, AccountError, Accounts
 from services.lobby.arena import Format
 from services.lobby.arenas import Arena, ArenaRefused, Arenas
@@ -417,7 +417,7 @@ class Players:
         async def nothing() -> None:
             return None
 
-        return LiveResponse(lines(), sse, self.gw.config.keepalive_s, nothing)
+        return LiveResponse(lines(), sse, self.gw.config.keepalive_s, nothing, "public")
 
     # -- streams -------------------------------------------------------------------------------
 
@@ -546,7 +546,8 @@ def _sse_data(data: bytes) -> bytes:
 
 class LiveResponse:
     """A long-lived response writing an async iterator's chunks (b"" means nothing new) with
-    a keep-alive after ``keepalive`` seconds of silence, until the client goes away."""
+    a keep-alive after ``keepalive`` seconds of silence, until the client goes away; counted
+    open in the metrics as a stream of ``kind`` (an account's, or the public's)."""
 
     def __init__(
         self,
@@ -554,16 +555,19 @@ class LiveResponse:
         sse: bool,
         keepalive: float,
         on_close: Callable[[], Awaitable[None]],
+        kind: str = "account",
     ) -> None:
         self.lines = lines
         self.sse = sse
         self.keepalive = keepalive
         self.on_close = on_close
+        self.open_streams = OPEN_STREAMS[kind]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         gone = asyncio.Event()
         watcher = asyncio.create_task(on_disconnect(receive, gone.set))
         loop = asyncio.get_running_loop()
+        self.open_streams.inc()
         try:
             ping = await start_stream(send, self.sse)
             quiet_since = loop.time()
@@ -581,6 +585,7 @@ class LiveResponse:
         except OSError:
             pass  # the client went away while we wrote
         finally:
+            self.open_streams.dec()
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher

@@ -10,9 +10,12 @@ from starlette.types import Receive, Scope, Send
 
 from services.gateway.hub import Feed, Hub, Subscriber
 from services.gateway.protocol import KEEPALIVE_NDJSON, KEEPALIVE_SSE
+from services.metrics import GATEWAY_OPEN_STREAMS
 
 NDJSON = b"application/x-ndjson"
 SSE = b"text/event-stream"
+OPEN_STREAMS = {kind: GATEWAY_OPEN_STREAMS.labels(kind) for kind in ("seat", "account", "public")}
+"""The open streams of each kind in the metrics: a seat's, an account's, the public's."""
 
 
 async def start_stream(send: Send, sse: bool) -> bytes:
@@ -62,6 +65,8 @@ class StreamResponse:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         sub = self.sub
         watcher = asyncio.create_task(on_disconnect(receive, self._gone))
+        open_streams = OPEN_STREAMS["public" if sub.seat is None else "seat"]
+        open_streams.inc()
         try:
             ping = await start_stream(send, sub.sse)
             if self.first:
@@ -80,6 +85,7 @@ class StreamResponse:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
+            open_streams.dec()
             self.hub.unsubscribe(self.feed, sub)
             self.on_close()
 

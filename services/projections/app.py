@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from faststream import FastStream
 
 from services.config import Settings
+from services.metrics import Exporter
 from services.projections.accounts import AccountFeeds, FinishedFeeds
 from services.projections.projector import Projector
 from services.projections.ratings import RatingsProjector
@@ -28,12 +29,17 @@ def every_projection(redis: Client, settings: Settings) -> Projector:
     return Projector(store, checkpoints, also=[ratings, feeds])
 
 
-def projector_app(url: str, settings: Settings, *, cluster: bool = False) -> FastStream:
-    """The projector: keeps every projection up to date (on a Redis Cluster with ``cluster``)."""
+def projector_app(
+    url: str, settings: Settings, *, cluster: bool = False, exporter: Exporter | None = None
+) -> FastStream:
+    """The projector: keeps every projection up to date (on a Redis Cluster with ``cluster``);
+    its health, readiness and metrics answered by ``exporter``."""
+    exporter = exporter or Exporter.disabled()
 
     async def start(redis: Client) -> Callable[[], Awaitable[None]]:
         projector = every_projection(redis, settings)
         stop = asyncio.Event()
-        return run_task(lambda: projector.run(stop), stop.set)
+        exporter.attach(projector.readiness)
+        return run_task(exporter.watch(lambda: projector.run(stop)), stop.set)
 
     return service_app(url, start, cluster=cluster)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import NamedTuple, Protocol
 
@@ -26,6 +27,7 @@ from events.codec import JSON
 from events.envelope import Envelope
 from events.model import MatchCreated, MatchEnded
 from services.core.repository import MatchRepository
+from services.metrics import PROJECTOR_EVENTS, fresh
 from services.projections.identity import kind_of, seat_key
 from services.projections.records import MalformedLog, envelope_of
 from services.store.base import EventStore, Recorded
@@ -39,6 +41,8 @@ from services.store.projection import (
 )
 
 log = structlog.get_logger()
+FOLLOWING_S = 10.0
+"""A projector is ready while a round of following the logs has ended within this long."""
 
 
 class Summary(msgspec.Struct, frozen=True, kw_only=True):
@@ -140,6 +144,8 @@ class Projector:
         self.summary = summary
         self.results = results
         self.also = list(also)  # more projections fed from the same reads (ratings)
+        self.caught_up_at: float | None = None
+        """When a round of catching up last ended (``time.monotonic()``)."""
         self._forget()
 
     def _forget(self) -> None:
@@ -170,7 +176,14 @@ class Projector:
             except ProjectionConflict as e:
                 log.warning("projection moved by another writer; resuming", detail=str(e))
                 self._forget()
+        PROJECTOR_EVENTS.inc(read)
+        self.caught_up_at = time.monotonic()
         return read
+
+    async def readiness(self) -> str | None:
+        """None while the projector follows the logs (a round of catching up ended within
+        FOLLOWING_S); else why not."""
+        return fresh(self.caught_up_at, FOLLOWING_S, "a round of following the logs")
 
     async def rebuild(self) -> int:
         """Reset every projection in every partition and fold the whole log again."""

@@ -48,22 +48,18 @@ def redis_broker(url: str, cluster: bool = False) -> RedisBroker:
     return kind(url, serializer=MsgSpecSerializer(), logger=None)  # type: ignore[arg-type]
 
 
-def topology(url: str, cluster: bool) -> bool:
+async def topology(url: str, cluster: bool) -> bool:
     """Whether the services' Redis at ``url`` is a Redis Cluster: ``cluster`` if set (the
     DOMINO_REDIS_CLUSTER setting), else what the server says once it answers (a service
     started before its Redis waits for it here)."""
     if cluster:
         return True
-
-    async def ask() -> bool:
-        probe = Redis.from_url(url)
-        try:
-            await wait_for_redis(probe, url)
-        finally:
-            await probe.aclose()
-        return await detect_cluster(url)
-
-    return asyncio.run(ask())
+    probe = Redis.from_url(url)
+    try:
+        await wait_for_redis(probe, url)
+    finally:
+        await probe.aclose()
+    return await detect_cluster(url)
 
 
 def service_app(

@@ -46,6 +46,17 @@ from services.core.decision import Decision, append_request, decide_command, tur
 from services.core.leases import PartitionLeases
 from services.core.repository import MatchRepository
 from services.core.worker import GroupWorker
+from services.metrics import (
+    APPEND,
+    COMMAND_OUTCOMES,
+    COMMAND_TO_TURN,
+    COMMANDS,
+    DECIDE,
+    LEASES_HELD,
+    MOVES_DECIDED,
+    fresh,
+    observe_many,
+)
 from services.store.base import Ack, AppendRequest, ConcurrencyError, EventStore
 from services.store.errors import InvalidMatchId
 from services.transport.base import Entry, Message, Transport
@@ -75,6 +86,7 @@ class Pending:
     work: Work
     request: AppendRequest
     decision: Decision
+    partition: int
 
 
 class Referee(GroupWorker):
@@ -116,6 +128,12 @@ class Referee(GroupWorker):
         self.claim_idle_ms = settings.claim_idle_ms
         self.what = "commands"
         self.handled = 0
+        self.leased_at: float | None = None
+        """When a round of lease renewal last worked (``time.monotonic()``)."""
+        # the metrics' children, looked up once: a batch only adds to them
+        self._held = LEASES_HELD.labels(name)
+        self._decided = [MOVES_DECIDED.labels(str(p)) for p in range(self.keys.partitions)]
+        self._outcomes = {outcome: COMMANDS.labels(outcome) for outcome in COMMAND_OUTCOMES}
 
     # -- loops ---------------------------------------------------------------------------------
 
@@ -147,12 +165,19 @@ class Referee(GroupWorker):
         partition just taken over may have moved on under another referee: its cached
         matches are read afresh."""
         owned = sorted(await self.leases.refresh())
+        self.leased_at = time.monotonic()
+        self._held.set(len(owned))
         if self.leases.gained:
             self.matches.forget_partitions(self.leases.gained)
         if owned != self.owned:
             log.info("partitions held", consumer=self.name, partitions=owned)
             self.owned = owned
             self.reader.streams = [self.keys.commands(p) for p in owned]
+
+    async def readiness(self) -> str | None:
+        """None while this referee holds partitions or competes for them (a round of lease
+        renewal worked within a lease's length); else why not."""
+        return fresh(self.leased_at, self.settings.lease_ms / 1000, "a round of lease renewal")
 
     async def _lease_loop(self) -> None:
         while not self.stopping:
@@ -257,6 +282,7 @@ class Referee(GroupWorker):
         data = entry.data
         if data is None:
             await self.reader.dead_letter(entry, "no __data__ field")
+            self._outcomes["dead"].inc()
             return None
         if len(data) > self.settings.max_command_bytes:
             await self._reject_raw(entry, data, f"command of {len(data)} bytes is too large")
@@ -283,7 +309,9 @@ class Referee(GroupWorker):
         )
         if not isinstance(reply_to, str):
             await self.reader.dead_letter(entry, why)
+            self._outcomes["dead"].inc()
             return
+        self._outcomes["rejected"].inc()
         rejection = Rejection(reason="bad_command", rule="-", message=why)
         await self._send_rejection(reply_to, str(match_id or ""), str(command_id or ""), rejection)
         log.info("command rejected", match_id=match_id, reason="bad_command", detail=why)
@@ -298,6 +326,7 @@ class Referee(GroupWorker):
             pending: list[Pending] = []
             later: list[Work] = []
             ahead: dict[str, MatchState] = {}
+            deciding = time.perf_counter()
             for w in work:
                 try:
                     decided = await self._decide(w, ahead)
@@ -314,12 +343,15 @@ class Referee(GroupWorker):
             if not pending:
                 work = later
                 continue
+            appending = time.perf_counter()
             try:
                 results = await self.store.append_many([p.request for p in pending])
             except BaseException:
                 for p in pending:  # what was stored is unknown: read it afresh next time
                     self.matches.forget(p.request.match_id)
                 raise
+            appended = time.perf_counter()
+            applied: list[Pending] = []
             work = []
             failed: set[str] = set()
             moved = self._moved
@@ -343,7 +375,9 @@ class Referee(GroupWorker):
                 p.work.acked = True
                 if result.duplicate:
                     self.matches.forget(match_id)  # nothing was written: read what is stored
+                    self._outcomes["duplicate"].inc()
                     continue
+                applied.append(p)
                 decision = p.decision
                 self.matches.stored(match_id, decision.state)
                 if decision.state.phase == "over":  # when each live match last moved
@@ -354,7 +388,30 @@ class Referee(GroupWorker):
                     moved[match_id] = decision.now
                 self.handled += 1
                 self._log_events(match_id, p.decision.events)
+            self._measure(applied, appending - deciding, appended - appending)
             work.extend(later)
+
+    def _measure(self, applied: list[Pending], decide_s: float, append_s: float) -> None:
+        """One round of a batch in the metrics, observed once for the round: how long its
+        decide and its append took, what it applied, the events by partition, and each
+        command's time from its sender to its append."""
+        DECIDE.observe(decide_s)
+        APPEND.observe(append_s)
+        if not applied:
+            return
+        self._outcomes["applied"].inc(len(applied))
+        events = [0] * len(self._decided)
+        waited: list[float] = []
+        now = self.clock()
+        for p in applied:
+            events[p.partition] += len(p.decision.events)
+            ts = p.work.envelope.ts
+            if p.work.entry is not None and ts > 0:  # a sender's command, not our own timeout
+                waited.append(now - ts)
+        for counter, n in zip(self._decided, events, strict=True):
+            if n:
+                counter.inc(n)
+        observe_many(COMMAND_TO_TURN, waited)
 
     async def _park(self, w: Work, error: Exception) -> None:
         """A command that broke the referee (a corrupt log, a bug): dead-letter it, say why,
@@ -364,6 +421,7 @@ class Referee(GroupWorker):
         self.matches.forget(env.match_id)
         if w.entry is not None:
             await self.reader.dead_letter(w.entry, f"{type(error).__name__}: {error}")
+            self._outcomes["dead"].inc()
             w.acked = True
 
     async def _decide(self, w: Work, ahead: dict[str, MatchState]) -> Pending | Work | None:
@@ -396,7 +454,7 @@ class Referee(GroupWorker):
         entry = w.entry
         ack = None if entry is None else Ack(entry.stream, GROUP, entry.id)
         request = append_request(decision, self.keys, partition, ack=ack, watch_ms=self.watch_ms)
-        return Pending(w, request, decision)
+        return Pending(w, request, decision, partition)
 
     async def _recheck(
         self, w: Work, state: MatchState | None, rejection: Rejection
@@ -416,6 +474,7 @@ class Referee(GroupWorker):
         )
         if earlier is not None:  # the same command again: it was applied, nothing to say
             self._give_back(match_id, state)
+            self._outcomes["duplicate"].inc()
             log.debug("duplicate command", match_id=match_id, command_id=env.command_id)
             return None
         if version != (0 if state is None else state.version):  # the cache was behind
@@ -446,6 +505,7 @@ class Referee(GroupWorker):
 
     async def _reject(self, w: Work, rejection: Rejection) -> None:
         env = w.envelope
+        self._outcomes["rejected"].inc()
         log.info(
             "command rejected",
             match_id=env.match_id,
