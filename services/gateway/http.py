@@ -10,6 +10,7 @@ by route and status.
 
 from __future__ import annotations
 
+import os
 import time
 import traceback
 from collections.abc import Awaitable, Callable, Sequence
@@ -190,15 +191,23 @@ class Endpoint:
             log.warning("redis failed", path=scope.get("path"), error=repr(e))
             response = ApiError(503, "unavailable", "the store is unavailable; retry").response()
         except Exception as e:
-            # no exc_info: a rendered traceback may show locals, and a token is one of them
-            log.error(
-                "request failed",
-                path=scope.get("path"),
-                method=scope.get("method"),
-                error=repr(e),
-                trace="".join(traceback.format_tb(e.__traceback__)),
-            )
-            response = ApiError(500, "internal", "the gateway failed; try again").response()
+            if isinstance(e, AttributeError | TypeError) and _in_redis_client(e):
+                # redis-py lets a write on a connection Redis has just closed fail with the
+                # transport's own error instead of ConnectionError (a node killed, a failover)
+                log.warning("redis connection lost", path=scope.get("path"), error=repr(e))
+                response = ApiError(
+                    503, "unavailable", "the store is unavailable; retry"
+                ).response()
+            else:
+                # no exc_info: a rendered traceback may show locals, and a token is one of them
+                log.error(
+                    "request failed",
+                    path=scope.get("path"),
+                    method=scope.get("method"),
+                    error=repr(e),
+                    trace="".join(traceback.format_tb(e.__traceback__)),
+                )
+                response = ApiError(500, "internal", "the gateway failed; try again").response()
         if self._seconds is not None:
             self._seconds.observe(time.perf_counter() - started)
             status = getattr(response, "status", 200)  # a stream starts with 200
@@ -207,6 +216,14 @@ class Endpoint:
                 counter = self._answers[status] = GATEWAY_REQUESTS.labels(self.route, str(status))
             counter.inc()
         await response(scope, receive, send)
+
+
+def _in_redis_client(error: BaseException) -> bool:
+    """Whether ``error`` was raised inside the Redis client (its innermost frame is)."""
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and f"{os.sep}redis{os.sep}" in tb.tb_frame.f_code.co_filename
 
 
 def limited(e: LimitExceeded) -> Response:
