@@ -26,7 +26,8 @@ from services.cli.clients import service_client
 from services.cli.supervisor import Stack
 from services.config import Settings
 from services.redis.apps import tune_gc
-from services.redis.connection import node_client
+from services.redis.connection import open_client
+from services.redis.servers import local_cluster
 from services.store.keys import Keys
 from services.transport.redis import RedisTransport
 from tests.bench.store import bare_append_rate
@@ -38,28 +39,51 @@ MEASURE_S = 8.0
 
 
 def run() -> Iterator[dict[str, Any]]:
-    """Yield the service.e2e line."""
+    """Yield the service.e2e line, then service.cluster: the same workload on a local Redis
+    Cluster of 3 masters, with its ratio to the single node's line of this run."""
     with redis_server(appendfsync="no", env_var=None) as url:
-        settings = Settings(redis_url=url, prefix="bench", log_level="info")
-        logs = tempfile.TemporaryDirectory(prefix="domino-bench-")
-        with logs, Stack(url, settings, pools={}, projector=True, log_dir=logs.name):
-            moves_per_s, latencies = uvloop.run(_drive(url, settings))
+        moves_per_s, latencies = _service(url, cluster=False)
         ceiling = asyncio.run(bare_append_rate(url, seconds=2.0))
-    latencies.sort()
-    yield {
+    single = {
         "bench": "service.e2e",
         "matches": MATCHES,
+        **_figures(moves_per_s, latencies),
+        "ceiling_per_s": round(ceiling),
+        "ratio": round(moves_per_s / ceiling, 3),
+    }
+    yield single
+    with local_cluster(3) as cluster:
+        cluster_moves, cluster_latencies = _service(cluster.urls[0], cluster=True)
+    yield {
+        "bench": "service.cluster",
+        "matches": MATCHES,
+        "masters": 3,
+        **_figures(cluster_moves, cluster_latencies),
+        "single_node_per_s": single["moves_per_s"],
+        "ratio": round(cluster_moves / moves_per_s, 3),
+    }
+
+
+def _service(url: str, cluster: bool) -> tuple[float, list[float]]:
+    """Moves a second and command-to-turn latencies of the workload on the Redis at ``url``."""
+    settings = Settings(redis_url=url, prefix="bench", log_level="info", cluster=cluster)
+    logs = tempfile.TemporaryDirectory(prefix="domino-bench-")
+    with logs, Stack(url, settings, pools={}, projector=True, log_dir=logs.name):
+        return uvloop.run(_drive(url, settings))
+
+
+def _figures(moves_per_s: float, latencies: list[float]) -> dict[str, Any]:
+    latencies.sort()
+    return {
         "moves_per_s": round(moves_per_s),
         "p50_ms": round(1000 * statistics.median(latencies), 2),
         "p99_ms": round(1000 * latencies[int(len(latencies) * 0.99)], 2),
-        "ceiling_per_s": round(ceiling),
-        "ratio": round(moves_per_s / ceiling, 3),
     }
 
 
 async def _drive(url: str, settings: Settings) -> tuple[float, list[float]]:
     tune_gc()  # as `domino bots` runs
-    redis = node_client(url)
+    redis = open_client(url, cluster=settings.cluster)
     client = service_client(redis, settings, sender="bench")
     rules = Rules.make("express", target=5000)  # long matches: none ends inside the window
     latencies: list[float] = []  # seconds from a command's arrival to its next turn
