@@ -120,10 +120,24 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         bool,
         Var(
             "DOMINO_REDIS_CLUSTER",
-            "1 if `REDIS_URL` is a Redis Cluster node (the event store and the replay tools run"
-            " on a cluster; the services, for now, on one node)",
+            "1 if `REDIS_URL` is a Redis Cluster node (unset, each process asks the server)",
         ),
     ] = False
+    durability: Annotated[
+        Literal["primary", "replica"],
+        Var(
+            "DOMINO_DURABILITY",
+            "when a move counts as done: once its master has it, or (`replica`) once a replica"
+            " has it too (WAIT), so that a failover loses no acknowledged move",
+        ),
+    ] = "primary"
+    replica_wait_ms: Annotated[
+        int,
+        Var(
+            "DOMINO_REPLICA_WAIT_MS",
+            "with `DOMINO_DURABILITY=replica`, how long an append waits for a replica to confirm",
+        ),
+    ] = 1000
     prefix: Annotated[str, Var("DOMINO_PREFIX", "prefix of every key")] = "dom"
     partitions: Annotated[
         int,

@@ -83,7 +83,7 @@ from services.metrics import GATEWAY_MOVES, GATEWAY_REQUESTS, Exporter, expositi
 from services.projections.accounts import AccountFeeds
 from services.projections.queries import Queries
 from services.projections.ratings import RatingsProjector, ratings_table
-from services.redis.connection import Client, detect_cluster, open_client
+from services.redis.connection import Client, detect_cluster, open_client, replica_reader
 from services.store.base import InvalidMatchId
 from services.store.keys import EXTERNAL, Keys, validate_match_id
 from services.store.projection import RedisCheckpoints
@@ -219,7 +219,18 @@ class Gateway:
         moves: Lane | ClusterLane = ClusterLane(redis) if cluster else Lane(url)
         tail = None if cluster else Lane(url)
         lanes = [lane for lane in (moves, tail) if lane is not None]
-        hub = Hub(redis, store, self.topo, self.replies, self.config.stream_buffer_bytes, tail)
+        # With DOMINO_DURABILITY=replica a cluster's logs are followed on replicas: a move is
+        # reported accepted, and an event shown, only once a failover cannot take it back.
+        readers: Client = redis
+        hub_store = store
+        if cluster and self.settings.durability == "replica":
+            readers = replica_reader(url, max_connections=REDIS_CONNECTIONS)
+            hub_store = RedisEventStore(
+                readers, partitions=self.settings.partitions, prefix=self.settings.prefix
+            )
+        hub = Hub(
+            readers, hub_store, self.topo, self.replies, self.config.stream_buffer_bytes, tail
+        )
         await hub.start()
         accounts = Accounts(redis, self.topo)
         feeds = AccountFeeds(redis, self.topo)
@@ -265,6 +276,8 @@ class Gateway:
             self._running = None
             with contextlib.suppress(Exception):
                 await redis.delete(self.replies)
+            if readers is not redis:
+                await readers.aclose()
             await redis.aclose()
             log.info("gateway stopped")
 

@@ -13,6 +13,7 @@ from typing import Any, Literal
 import hiredis
 from redis.asyncio import BlockingConnectionPool, Connection, Redis
 from redis.asyncio.cluster import RedisCluster
+from redis.cluster import LoadBalancingStrategy
 
 Client = Redis | RedisCluster
 """A client for a Redis node or a Redis Cluster."""
@@ -60,6 +61,17 @@ def cluster_client(url: str, *, max_connections: int = 100) -> RedisCluster:
     connected until first used; it follows MOVED and ASK, and learns the new layout when a
     replica takes over a master's slots."""
     return RedisCluster.from_url(url, decode_responses=False, max_connections=max_connections)
+
+
+def replica_reader(url: str, *, max_connections: int = 100) -> RedisCluster:
+    """A cluster client whose reads (XREAD, XRANGE, ...) go to a replica of the key's master
+    (its master itself when it has none): what it reads, a failover cannot take back."""
+    return RedisCluster.from_url(
+        url,
+        decode_responses=False,
+        max_connections=max_connections,
+        load_balancing_strategy=LoadBalancingStrategy.RANDOM_REPLICA,
+    )
 
 
 def open_client(

@@ -6,6 +6,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any, TypeAlias
 
+from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import NoScriptError
 
 from services.redis.connection import Client
@@ -40,7 +41,7 @@ class LuaScript:
         Results come in call order; a call that failed has its exception in its slot. A
         cluster client sends each call to the node owning its keys.
         """
-        results = await self._pipelined(client, calls)
+        results: list[Any] = await self._pipelined(client, calls)
         missing = [i for i, result in enumerate(results) if isinstance(result, NoScriptError)]
         if missing:
             await client.script_load(self.source)
@@ -49,10 +50,57 @@ class LuaScript:
                 results[i] = result
         return results
 
-    async def _pipelined(self, client: Client, calls: Sequence[Call]) -> list[Any]:
+    async def replicated(
+        self, client: Client, calls: Sequence[Call], replicas: int, wait_ms: int
+    ) -> tuple[list[Any], int]:
+        """:meth:`many`, each node's calls followed on their own connection by ``WAIT
+        replicas wait_ms``; return the results and the fewest replicas any node confirmed
+        (``replicas`` or more: every write of the batch is on that many replicas)."""
+        results, confirmed = await self._pipelined(client, calls, (replicas, wait_ms))
+        missing = [i for i, result in enumerate(results) if isinstance(result, NoScriptError)]
+        if missing:
+            await client.script_load(self.source)
+            retried, again = await self._pipelined(
+                client, [calls[i] for i in missing], (replicas, wait_ms)
+            )
+            for i, result in zip(missing, retried, strict=True):
+                results[i] = result
+            confirmed = min(confirmed, again)
+        return results, confirmed
+
+    async def _pipelined(
+        self, client: Client, calls: Sequence[Call], wait: tuple[int, int] | None = None
+    ) -> Any:
         pipe = client.pipeline(transaction=False)
         for keys, args in calls:
             # Not pipe.evalsha(): redis-py blocks that name on cluster pipelines, though a
             # script whose keys share one slot is routed like any keyed command.
             pipe.execute_command("EVALSHA", self.sha, len(keys), *keys, *args)
-        return list(await pipe.execute(raise_on_error=False))
+        if wait is None:
+            return list(await pipe.execute(raise_on_error=False))
+        # WAIT counts the replicas that have this connection's writes: on a cluster, one per
+        # node written to, sent on that node's connection of the pipeline, after its calls.
+        # A master whose slots have no replica (its own died and took it over) is not waited
+        # for: it counts as confirmed by none.
+        unreplicated = False
+        if isinstance(client, RedisCluster):
+            nodes = {}
+            for keys, _ in calls:
+                slot = client.keyslot(keys[0])
+                serving = client.nodes_manager.slots_cache.get(slot, [])
+                if len(serving) > 1:
+                    nodes[serving[0].name] = serving[0]
+                else:
+                    unreplicated = True
+            for node in nodes.values():
+                pipe.execute_command("WAIT", *wait, target_nodes=node)
+            waits = len(nodes)
+        else:
+            pipe.execute_command("WAIT", *wait)
+            waits = 1
+        replies = list(await pipe.execute(raise_on_error=False))
+        results, acks = replies[: len(replies) - waits], replies[len(replies) - waits :]
+        confirmed = min((a for a in acks if isinstance(a, int)), default=wait[0])
+        if unreplicated or any(not isinstance(a, int) for a in acks):
+            confirmed = 0
+        return results, confirmed

@@ -135,6 +135,33 @@ class LocalCluster:
         """Every node, masters first."""
         return [*self.masters, *self.replicas]
 
+    def owner(self, slot: int) -> _Server:
+        """The master serving ``slot`` now."""
+        for start, end, (_, port, *_), *_ in self.masters[0].client.cluster("SLOTS"):
+            if int(start) <= slot <= int(end):
+                return next(n for n in self.nodes if n.port == int(port))
+        raise RedisUnavailable(f"slot {slot} is not served")
+
+    def move_slot(self, slot: int, target: _Server, batch: int = 100) -> int:
+        """Move ``slot`` and its keys to the master ``target`` while clients keep using it
+        (they are sent ASK, then MOVED, and follow); return how many keys moved."""
+        source = self.owner(slot)
+        if source is target:
+            return 0
+        source_id, target_id = (
+            _text(source.client.cluster("MYID")),
+            _text(target.client.cluster("MYID")),
+        )
+        target.client.cluster("SETSLOT", slot, "IMPORTING", source_id)
+        source.client.cluster("SETSLOT", slot, "MIGRATING", target_id)
+        moved = 0
+        while keys := source.client.cluster("GETKEYSINSLOT", slot, batch):
+            source.client.migrate("127.0.0.1", target.port, keys, 0, 5000)
+            moved += len(keys)
+        for node in self.masters:
+            node.client.cluster("SETSLOT", slot, "NODE", target_id)
+        return moved
+
 
 @contextlib.contextmanager
 def local_cluster(

@@ -29,7 +29,13 @@ def referee_app(
     exporter = exporter or Exporter.disabled()
 
     async def start(redis: Client) -> Callable[[], Awaitable[None]]:
-        store = RedisEventStore(redis, partitions=settings.partitions, prefix=settings.prefix)
+        store = RedisEventStore(
+            redis,
+            partitions=settings.partitions,
+            prefix=settings.prefix,
+            replicas=1 if settings.durability == "replica" else 0,
+            replica_wait_ms=settings.replica_wait_ms,
+        )
         transport = RedisTransport(redis, store.keys)
         referee = Referee(settings, store, transport, name or consumer_name("referee"))
         exporter.attach(referee.readiness, gauges(redis, referee))

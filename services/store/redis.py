@@ -2,12 +2,19 @@
 
 A match is the stream `<prefix>:{p<n>}:m:<id>` whose entry ids are `0-<version>`, so its
 length is its version and reading from any version is one XRANGE.
+
+With ``replicas`` (DOMINO_DURABILITY=replica) an append is done only once that many replicas
+have it: each batch's scripts are followed by WAIT on their connections, and the outbox (the
+next turn) is written only after, so no bot is handed a turn that a failover could take back.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any, cast
+
+import structlog
 
 from services.redis.lua import Arg, Call, Client, LuaScript
 from services.store.base import (
@@ -26,6 +33,8 @@ from services.store.base import (
 )
 from services.store.checks import check_request
 from services.store.keys import DEFAULT_PARTITIONS, DEFAULT_PREFIX, Keys
+
+log = structlog.get_logger()
 
 # Every check comes before the first write: a script is atomic but not rolled back on error.
 # The happy path makes four calls: XLEN (the version check), HSETNX (records the command id
@@ -101,9 +110,15 @@ class RedisEventStore(EventStore):
         *,
         partitions: int = DEFAULT_PARTITIONS,
         prefix: str = DEFAULT_PREFIX,
+        replicas: int = 0,
+        replica_wait_ms: int = 1000,
     ) -> None:
         self.client = client
         self.keys = Keys(prefix, partitions)
+        self.replicas = replicas  # an append is done once this many replicas have it
+        self.replica_wait_ms = replica_wait_ms
+        self.unconfirmed = 0  # appends no replica confirmed in time (written all the same)
+        self._warn_after = 0.0
         self._known: dict[str, tuple[int, str, str, str]] = {}
 
     async def append(
@@ -118,6 +133,14 @@ class RedisEventStore(EventStore):
     ) -> AppendResult:
         """Atomically append `events`, `outbox` and `schedule` if the match is at
         `expected_version`, and XACK `ack` in the same script."""
+        if self.replicas:
+            request = AppendRequest(
+                match_id, events, expected_version, command_id, outbox, schedule, ack
+            )
+            (result,) = await self._append_replicated([request])
+            if isinstance(result, ConcurrencyError):
+                raise result
+            return result
         keys, args = self._call(
             match_id, events, expected_version, command_id, outbox, schedule, ack
         )
@@ -135,6 +158,8 @@ class RedisEventStore(EventStore):
         Any other failure raises; some appends of the batch may then have been applied, and
         sending the batch again is safe because their command ids are recorded.
         """
+        if self.replicas:
+            return await self._append_replicated(batch)
         calls = [
             self._call(
                 r.match_id, r.events, r.expected_version, r.command_id, r.outbox, r.schedule, r.ack
@@ -149,6 +174,53 @@ class RedisEventStore(EventStore):
             _result(reply, r.match_id, r.expected_version, len(r.events))
             for reply, r in zip(replies, batch, strict=True)
         ]
+
+    async def _append_replicated(
+        self, batch: Sequence[AppendRequest]
+    ) -> list[AppendResult | ConcurrencyError]:
+        """The batch's appends without their outboxes, WAIT for the replicas, then the
+        outboxes of the appends that were applied. A replica that does not confirm in time is
+        logged and counted, and the turns go out all the same: a match does not stall on a
+        replica that is down (Redis's ``min-replicas-to-write`` refuses writes then)."""
+        calls = [
+            self._call(
+                r.match_id, r.events, r.expected_version, r.command_id, (), r.schedule, r.ack
+            )
+            for r in batch
+        ]
+        replies, confirmed = await APPEND.replicated(
+            self.client, calls, self.replicas, self.replica_wait_ms
+        )
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise reply
+        results = [
+            _result(reply, r.match_id, r.expected_version, len(r.events))
+            for reply, r in zip(replies, batch, strict=True)
+        ]
+        if confirmed < self.replicas:
+            self.unconfirmed += len(batch)
+        if confirmed < self.replicas and (now := time.monotonic()) >= self._warn_after:
+            self._warn_after = now + 10.0  # a master left without replica: say so, not flood
+            log.warning(
+                "appends not confirmed by a replica (none in time, or the master has none)",
+                appends=len(batch),
+                replicas=confirmed,
+                wanted=self.replicas,
+                wait_ms=self.replica_wait_ms,
+            )
+        applied = [
+            entry
+            for r, result in zip(batch, results, strict=True)
+            if isinstance(result, AppendResult) and not result.duplicate
+            for entry in r.outbox
+        ]
+        if applied:
+            pipe = self.client.pipeline(transaction=False)
+            for entry in applied:
+                pipe.xadd(entry.stream, {"__data__": entry.payload})
+            await pipe.execute()
+        return results
 
     def _call(
         self,
