@@ -258,7 +258,8 @@ def test_the_groups_lag_and_pending_are_read_for_every_stream_a_process_reads(
         greedy = scrape(metered.url("bots-greedy-0"))
         pending = referee.get("domino_consumer_pending", {})
         settled = referee.get("domino_live_matches", {}).get(()) == 0
-        if (len(pending) == 4 and settled) or time.monotonic() > deadline:
+        bots_read = len(greedy.get("domino_consumer_pending", {})) == 4
+        if (len(pending) == 4 and settled and bots_read) or time.monotonic() > deadline:
             break
         time.sleep(0.5)
     assert set(pending) == {(("group", "referee"), ("stream", f"{k}:cmd")) for k in keys}
