@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
+import msgspec
 from faststream import FastStream
 from redis.exceptions import RedisError
 from rich.console import Console
@@ -365,12 +366,15 @@ def cmd_up(args: argparse.Namespace) -> int:
         gateway = GatewaySettings.from_env()
     except GatewayConfigError as e:
         raise CliError(str(e)) from None
-    with redis_url(settings) as url:
+    if args.cluster:
+        settings = msgspec.structs.replace(settings, cluster=True)
+    with redis_url(settings, cluster=args.cluster) as url:
         stack = Stack(url, settings, referees=args.referees, pools=pools, gateway=args.gateway)
         stack.start()
         print(
-            f"domino service up on {without_password(url)}  (Ctrl-C stops it; other domino "
-            "commands started here use it, and its full URL is in the data dir's server.url)"
+            f"domino service up on {'a Redis Cluster at ' if args.cluster else ''}"
+            f"{without_password(url)}  (Ctrl-C stops it; other domino commands started here use"
+            " it, and its full URL is in the data dir's server.url)"
         )
         if args.gateway:
             print(
@@ -524,6 +528,11 @@ def build_parser() -> argparse.ArgumentParser:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="serve the HTTP gateway for external bots too",
+    )
+    p.add_argument(
+        "--cluster",
+        action="store_true",
+        help="run on a local Redis Cluster (3 masters with a replica each) instead of one node",
     )
     p.set_defaults(func=cmd_up)
 

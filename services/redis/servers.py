@@ -156,7 +156,7 @@ class LocalCluster:
         source.client.cluster("SETSLOT", slot, "MIGRATING", target_id)
         moved = 0
         while keys := source.client.cluster("GETKEYSINSLOT", slot, batch):
-            source.client.migrate("127.0.0.1", target.port, keys, 0, 5000)
+            source.client.migrate("127.0.0.1", target.port, keys, 0, 5000, auth=target.password)
             moved += len(keys)
         for node in self.masters:
             node.client.cluster("SETSLOT", slot, "NODE", target_id)
@@ -171,9 +171,13 @@ def local_cluster(
     appendfsync: Durability = "no",
     node_timeout_ms: int = 2000,
     binary: str | None = None,
+    directory: str | os.PathLike[str] | None = None,
+    password: str | None = None,
 ) -> Iterator[LocalCluster]:
     """A private Redis Cluster of `masters` servers, each with `replicas` replicas, on free
-    loopback ports in a temporary directory; stopped and removed on exit.
+    loopback ports in a temporary directory (or in `directory`, emptied first: the cluster is
+    formed anew); stopped (and the temporary directory removed) on exit. With `password`,
+    clients and replicas must authenticate (the URLs carry it).
 
     Raises RedisUnavailable when no `redis-server` binary can be found or the cluster does
     not settle.
@@ -186,7 +190,12 @@ def local_cluster(
             "name a cluster's nodes in REDIS_CLUSTER_URL."
         )
     with contextlib.ExitStack() as stack:
-        root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="redis-cluster-")))
+        if directory is None:
+            root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="redis-cluster-")))
+        else:
+            root = Path(directory)
+            shutil.rmtree(root, ignore_errors=True)
+            root.mkdir(parents=True)
 
         def start(index: int) -> _Server:
             node_dir = root / f"node{index}"
@@ -210,6 +219,7 @@ def local_cluster(
                         "0",
                     ),
                     needs_bus_port=True,
+                    password=password,
                 )
             )
 
@@ -230,6 +240,7 @@ class _Server:
         self.process = process
         self.port = port
         self.log = log
+        self.password = password
         auth = "" if password is None else f":{password}@"
         self.url = f"redis://{auth}127.0.0.1:{port}"
         # No retries: a refused connection while starting or after SHUTDOWN is the answer.
@@ -281,7 +292,8 @@ def _start_with_retries(
         secret.unlink(missing_ok=True)
         fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as f:
-            f.write(f"requirepass {password}\n")
+            # masterauth: a cluster's replica signs in to its master with the same password
+            f.write(f"requirepass {password}\nmasterauth {password}\n")
         config = [str(secret)]  # a config file must be redis-server's first argument
     # A port found free can be taken before the server binds it: try a few.
     failure = ""

@@ -1,0 +1,123 @@
+"""``domino up --cluster``: the whole service on a local Redis Cluster it starts itself, seen
+from outside as an operator sees it — ``domino status`` and each process's ``/metrics``."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import redis
+
+from services.redis.embedded import URL_FILE
+from tests.gateway.conftest import free_port
+
+pytestmark = pytest.mark.service
+
+PARTITIONS = 4
+
+
+@contextlib.contextmanager
+def domino_up_cluster(data_dir: Path, metrics_port: int) -> Iterator[subprocess.Popen[str]]:
+    """``domino up --cluster`` in its own data dir, until the end of the block."""
+    env = {
+        **os.environ,
+        "DOMINO_DATA_DIR": str(data_dir),
+        "DOMINO_PARTITIONS": str(PARTITIONS),
+        "DOMINO_METRICS_PORT": str(metrics_port),
+        "DOMINO_GATEWAY_PORT": str(free_port()),
+        "DOMINO_LOG_LEVEL": "warning",
+    }
+    env.pop("REDIS_URL", None)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "services.cli.main", "up", "--cluster", "--bots", "random=1"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        yield process
+    finally:
+        os.killpg(process.pid, signal.SIGINT)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def domino(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Another ``domino`` command started on the same data dir (no REDIS_URL)."""
+    env = {**os.environ, "DOMINO_DATA_DIR": str(data_dir), "DOMINO_PARTITIONS": str(PARTITIONS)}
+    env.pop("REDIS_URL", None)
+    return subprocess.run(
+        [sys.executable, "-m", "services.cli.main", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_domino_up_cluster_serves_metrics_and_domino_status_reads_the_cluster(
+    tmp_path: Path,
+) -> None:
+    """The supervisor forms a cluster of 3 masters with a replica each, runs every process on
+    it, and writes where it is; matches created then are played; ``domino status`` started in
+    the same data dir reports every partition leased and the moves, and every process's
+    ``/metrics`` counts them."""
+    base = free_port()
+    with domino_up_cluster(tmp_path, base) as up:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / URL_FILE).exists():
+            assert up.poll() is None, up.stdout.read() if up.stdout else ""
+            assert time.monotonic() < deadline, "no cluster came up"
+            time.sleep(0.2)
+        created = domino(tmp_path, "create", "--players", "2", "--seats", "random,random")
+        assert created.returncode == 0, created.stderr
+        status: dict[str, object] = {}
+        while time.monotonic() < deadline:
+            run = domino(tmp_path, "status", "--json", "--interval", "0.5")
+            assert run.returncode == 0, run.stderr
+            status = json.loads(run.stdout)
+            if _all_leased(status) and _moved(base):
+                break
+            time.sleep(0.5)
+        assert _all_leased(status), status
+        referee = httpx.get(f"http://127.0.0.1:{base}/metrics", timeout=5).text
+        assert "domino_moves_decided_total" in referee
+        assert _moved(base)
+        for offset in range(1, 4):  # bots, projector, gateway: each its own exporter
+            ready = httpx.get(f"http://127.0.0.1:{base + offset}/readyz", timeout=5)
+            assert ready.status_code == 200, (offset, ready.text)
+        with redis.Redis.from_url((tmp_path / URL_FILE).read_text().strip()) as node:
+            info = node.cluster("INFO")
+        assert info["cluster_size"] == "3" and info["cluster_known_nodes"] == "6"
+
+
+def _all_leased(status: dict[str, object]) -> bool:
+    partitions = status.get("partitions")
+    return (
+        isinstance(partitions, list)
+        and len(partitions) == PARTITIONS
+        and all(isinstance(p, dict) and p.get("owner") for p in partitions)
+    )
+
+
+def _moved(base: int) -> bool:
+    with contextlib.suppress(httpx.HTTPError):
+        text = httpx.get(f"http://127.0.0.1:{base}/metrics", timeout=5).text
+        for line in text.splitlines():
+            if line.startswith("domino_moves_decided_total{") and float(line.split()[-1]) > 0:
+                return True
+    return False
