@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable
 
 import structlog
 from faststream import FastStream
 from faststream.redis import StreamSub
+from faststream.redis.prometheus import RedisPrometheusMiddleware
+from prometheus_client import REGISTRY
 
 from engine.strategy import make_strategy
 from events.wire import Rejected
@@ -21,6 +24,15 @@ from services.transport.redis import RedisTransport, ensure_groups
 from services.transport.stats import GroupGauges
 
 log = structlog.get_logger()
+
+
+@functools.cache
+def _prometheus() -> RedisPrometheusMiddleware:
+    """FastStream's own metrics of the messages a FastStream subscriber carries (the
+    rejections of our moves), beside the worker's: one per process, as its registry is."""
+    return RedisPrometheusMiddleware(
+        registry=REGISTRY, app_name="bots", metrics_prefix="domino_faststream"
+    )
 
 
 def bots_app(
@@ -41,7 +53,7 @@ def bots_app(
     topo = Keys(settings.prefix, settings.partitions)
     replies = topo.replies(group_name(pool))
     consumer = name or consumer_name(pool)
-    broker = redis_broker(url, cluster)
+    broker = redis_broker(url, cluster, middlewares=[_prometheus()])
 
     @broker.subscriber(stream=StreamSub(replies, group=group_name(pool), consumer=consumer))
     async def on_rejected(message: Rejected) -> None:

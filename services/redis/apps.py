@@ -11,7 +11,7 @@ import asyncio
 import gc
 import os
 import socket
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
 import structlog
@@ -38,14 +38,20 @@ def consumer_name(kind: str) -> str:
     return f"{kind}-{socket.gethostname()}-{os.getpid()}"
 
 
-def redis_broker(url: str, cluster: bool = False) -> RedisBroker:
+def redis_broker(url: str, cluster: bool = False, middlewares: Sequence[Any] = ()) -> RedisBroker:
     """A broker for ``url`` (a Redis Cluster's node with ``cluster``) whose messages are
-    msgspec-encoded and which logs nothing itself (the services log through structlog)."""
+    msgspec-encoded and which logs nothing itself (the services log through structlog); with
+    ``middlewares`` around every message (FastStream's Prometheus middleware, say)."""
     # FastStream's RedisBrokerParams types ``logger`` as LoggerProto only, yet None is how its
     # logging is turned off (make_logger_storage maps None to an EmptyLoggerStorage; FastStream
     # itself types the same parameter Optional).
     kind = RedisClusterBroker if cluster else RedisBroker
-    return kind(url, serializer=MsgSpecSerializer(), logger=None)  # type: ignore[arg-type]
+    return kind(
+        url,
+        serializer=MsgSpecSerializer(),
+        logger=None,  # type: ignore[arg-type]
+        middlewares=tuple(middlewares),
+    )
 
 
 async def topology(url: str, cluster: bool) -> bool:
