@@ -203,10 +203,11 @@ class FanIn:
 
     Each stream has a task that reads it (``read_one``) and hands over what it got; the task
     reads again only once a batch has taken it, so no more is delivered than the consumer has
-    asked for. A read that failed is raised to the consumer once, and the stream is read again
-    after a pause. The streams read follow the list passed to :meth:`read` (a referee's change
-    as leases move): a stream dropped has its read cancelled, whose entries, if Redis had
-    delivered any, stay pending to be claimed.
+    asked for. A read that failed is raised to the consumer, and the stream is read again after
+    a pause; the failures of one batch's wait are raised as one (while Redis is away, every
+    stream fails alike). The streams read follow the list passed to :meth:`read` (a referee's
+    change as leases move): a stream dropped has its read cancelled, whose entries, if Redis
+    had delivered any, stay pending to be claimed.
     """
 
     def __init__(self, read_one: Callable[[str], Awaitable[list[Entry]]], block_ms: int) -> None:
@@ -226,7 +227,8 @@ class FanIn:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._arrived.wait(), self.block_ms / 1000)
         if self._errors:
-            error, *self._errors = self._errors
+            error = self._errors[0]
+            self._errors.clear()
             raise error
         batch, self._ready = self._ready, []
         self._arrived.clear()

@@ -3,10 +3,13 @@ created at the start, pending work claimed, poison parked, schedules, leases."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from services.core.leases import PartitionLeases
-from services.transport.base import Message
+from services.transport.base import Entry, Message
+from services.transport.redis import FanIn
 from tests.support.backends import Backend
 
 pytestmark = [pytest.mark.behaviour, pytest.mark.anyio]
@@ -104,3 +107,35 @@ async def test_referees_share_the_partitions_and_a_departed_ones_are_taken(
     await a.release_all()
     assert await b.refresh() == set(range(partitions))
     assert b.gained == share  # it took a's share, and says so
+
+
+async def test_a_fan_in_hands_over_what_each_stream_brought_and_no_more_until_asked() -> None:
+    """On a Redis Cluster a consumer reads each stream on its own (FanIn): a batch takes what
+    every read brought, a stream is read again only once its last entries were taken, and
+    while every read fails the consumer is told once per batch, not once per failure."""
+    reads: dict[str, int] = {}
+    failing = False
+
+    async def read_one(stream: str) -> list[Entry]:
+        reads[stream] = reads.get(stream, 0) + 1
+        if failing:
+            raise ConnectionError("Redis is away")
+        return [Entry(stream, f"{reads[stream]}-0".encode(), b"x")]
+
+    fan = FanIn(read_one, block_ms=50)
+    try:
+        first = await fan.read(["a", "b"])
+        assert sorted(e.stream for e in first) == ["a", "b"]
+        await asyncio.sleep(0.05)
+        assert reads == {"a": 2, "b": 2}  # read again once taken, and then held
+        await fan.read(["a"])  # b is no longer followed: its read is cancelled
+        await asyncio.sleep(0.05)
+        assert "b" not in {t.get_name() for t in asyncio.all_tasks()}
+        failing = True
+        await fan.read(["a"])  # what a's read brought before: it reads again only after this
+        await asyncio.sleep(1.2)  # a failing read is retried every half second: two or more
+        with pytest.raises(ConnectionError):
+            await fan.read(["a"])
+        assert fan._errors == []  # the failures were raised as one
+    finally:
+        await fan.close()
