@@ -36,6 +36,7 @@ from services.redis.connection import Client
 from services.store.keys import Keys
 from services.store.redis import RedisEventStore
 from services.transport.base import DATA
+from services.transport.redis import cancelled_here
 
 log = structlog.get_logger()
 
@@ -475,7 +476,11 @@ class Hub:
             try:
                 reply = await self.redis.xread({key: self._positions[key]}, block=1000)
             except asyncio.CancelledError:
-                raise
+                if cancelled_here():
+                    raise
+                log.warning("a read of the logs was cut off; retrying", stream=key)
+                await asyncio.sleep(0.5)
+                continue
             except Exception:
                 log.exception("reading the logs failed; retrying", stream=key)
                 await asyncio.sleep(0.5)

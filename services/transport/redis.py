@@ -250,7 +250,8 @@ class FanIn:
             if stream not in wanted:
                 self._tasks.pop(stream).cancel()
         for stream in streams:
-            if stream not in self._tasks:
+            task = self._tasks.get(stream)
+            if task is None or task.done():  # a read that ended on its own is started again
                 self._tasks[stream] = asyncio.create_task(self._reader(stream), name=stream)
 
     async def _reader(self, stream: str) -> None:
@@ -258,6 +259,13 @@ class FanIn:
             try:
                 entries = await self.read_one(stream)
             except asyncio.CancelledError:
+                if not cancelled_here():
+                    # The Redis client cancels what it is waiting on when it drops a node's
+                    # connections (a failover): that ends this read, not the reader.
+                    self._errors.append(ConnectionError(f"a read of {stream} was cut off"))
+                    self._arrived.set()
+                    await asyncio.sleep(0.5)
+                    continue
                 raise
             except Exception as e:
                 self._errors.append(e)
@@ -268,6 +276,13 @@ class FanIn:
                 self._ready.extend(entries)
                 self._arrived.set()
                 await self._taken.wait()
+
+
+def cancelled_here() -> bool:
+    """Whether the running task was asked to stop (``Task.cancel``), as opposed to a
+    CancelledError that a library raised from something it cancelled on its own."""
+    task = asyncio.current_task()
+    return task is None or task.cancelling() > 0
 
 
 def _as_bytes(value: object) -> bytes:

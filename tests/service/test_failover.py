@@ -45,7 +45,7 @@ OPEN = {**UNCAPPED, "DOMINO_GATEWAY_STREAMS_PER_CLIENT": str(4 * 100)}
 pytestmark = pytest.mark.service
 
 MATCHES = 100
-PLAY_BEFORE_FAULT_S = 4.0
+PLAY_BEFORE_FAULT_S = 3.0
 FINISH_S = 150.0
 
 
@@ -92,7 +92,7 @@ async def create_matches(settings: Settings) -> list[str]:
     assert settings.redis_url is not None
     async with open_clients(settings.redis_url, settings) as (client, _):
         service = service_client(client, settings, sender="failover-test")
-        rules = Rules.make("express", target=150)
+        rules = Rules.make("express", target=100)
         return [
             await service.create_match(rules, ["random", "greedy", "random", "greedy"])
             for _ in range(MATCHES)
@@ -112,6 +112,8 @@ async def spectate(
                     await asyncio.sleep(0.2)
                     continue
                 async for line in response.aiter_lines():
+                    if stop.is_set():
+                        return
                     if not line:
                         continue
                     data = json.loads(line)
@@ -171,6 +173,8 @@ async def play_through(
     while not all(w.over for w in watched) and time.monotonic() < deadline:
         await asyncio.sleep(0.5)
     stop.set()
+    for spectator in spectators:  # one waiting on a quiet stream would wait for its keep-alive
+        spectator.cancel()
     await asyncio.gather(*spectators, return_exceptions=True)
     await http.aclose()
     unfinished = [w.match_id for w in watched if not w.over]

@@ -98,11 +98,20 @@ def test_domino_up_cluster_serves_metrics_and_domino_status_reads_the_cluster(
         assert "domino_moves_decided_total" in referee
         assert _moved(base)
         for offset in range(1, 4):  # bots, projector, gateway: each its own exporter
-            ready = httpx.get(f"http://127.0.0.1:{base + offset}/readyz", timeout=5)
-            assert ready.status_code == 200, (offset, ready.text)
+            assert _ready(base + offset, time.monotonic() + 30), offset
         with redis.Redis.from_url((tmp_path / URL_FILE).read_text().strip()) as node:
             info = node.cluster("INFO")
         assert info["cluster_size"] == "3" and info["cluster_known_nodes"] == "6"
+
+
+def _ready(port: int, deadline: float) -> bool:
+    """Whether the exporter on ``port`` says ready before ``deadline`` (it may start late)."""
+    while time.monotonic() < deadline:
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=5).status_code == 200:
+                return True
+        time.sleep(0.2)
+    return False
 
 
 def _all_leased(status: dict[str, object]) -> bool:
