@@ -334,6 +334,7 @@ class Hub:
         self._watched: dict[str, int] = {}  # match -> moves waiting on it
         self._positions: dict[str, bytes | str] = {}
         self._tasks: list[asyncio.Task[None]] = []
+        self._stopping = False
         self.events_read = 0
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -355,6 +356,7 @@ class Hub:
 
     async def stop(self) -> None:
         """Stop following; every open stream ends."""
+        self._stopping = True
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -476,7 +478,7 @@ class Hub:
             try:
                 reply = await self.redis.xread({key: self._positions[key]}, block=1000)
             except asyncio.CancelledError:
-                if cancelled_here():
+                if self._stopping or cancelled_here():
                     raise
                 log.warning("a read of the logs was cut off; retrying", stream=key)
                 await asyncio.sleep(0.5)

@@ -218,6 +218,7 @@ class FanIn:
         self._errors: list[Exception] = []
         self._arrived = asyncio.Event()
         self._taken = asyncio.Event()
+        self._closing = False
 
     async def read(self, streams: Sequence[str]) -> list[Entry]:
         """The entries the streams' reads have brought, waiting up to the block time for
@@ -238,6 +239,7 @@ class FanIn:
 
     async def close(self) -> None:
         """Cancel every read."""
+        self._closing = True
         tasks = list(self._tasks.values())
         self._tasks.clear()
         for task in tasks:
@@ -259,7 +261,7 @@ class FanIn:
             try:
                 entries = await self.read_one(stream)
             except asyncio.CancelledError:
-                if not cancelled_here():
+                if not self._closing and not cancelled_here():
                     # The Redis client cancels what it is waiting on when it drops a node's
                     # connections (a failover): that ends this read, not the reader.
                     self._errors.append(ConnectionError(f"a read of {stream} was cut off"))
