@@ -78,7 +78,9 @@ class GroupWorker:
         finally:
             for task in tasks:
                 task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            # each loop also stops on its own once stopping: a cancel the Redis client took
+            # for its own timeout (Python 3.11's asyncio.timeout) does not hold the stop up
+            await asyncio.wait(tasks, timeout=5.0)
             await self.reader.close()
 
     async def _read_loop(self) -> None:

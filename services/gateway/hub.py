@@ -359,7 +359,8 @@ class Hub:
         self._stopping = True
         for task in self._tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._tasks:  # a read whose cancel the client took for its own timeout ends soon
+            await asyncio.wait(self._tasks, timeout=2.0)
         for feed in self.feeds.values():
             for sub in feed.subs:
                 sub.finish()
@@ -474,7 +475,7 @@ class Hub:
 
     async def _tail_one(self, key: str) -> None:
         """Follow one stream (on a Redis Cluster)."""
-        while True:
+        while not self._stopping:
             try:
                 reply = await self.redis.xread({key: self._positions[key]}, block=1000)
             except asyncio.CancelledError:

@@ -244,7 +244,8 @@ class FanIn:
         self._tasks.clear()
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        if tasks:
+            await asyncio.wait(tasks, timeout=2.0)
 
     def _follow(self, streams: Sequence[str]) -> None:
         wanted = set(streams)
@@ -257,7 +258,9 @@ class FanIn:
                 self._tasks[stream] = asyncio.create_task(self._reader(stream), name=stream)
 
     async def _reader(self, stream: str) -> None:
-        while True:
+        # A cancel that meets a timeout inside the Redis client can come out as the client's
+        # TimeoutError (Python 3.11's asyncio.timeout), so the loop also checks it was closed.
+        while not self._closing:
             try:
                 entries = await self.read_one(stream)
             except asyncio.CancelledError:
