@@ -415,7 +415,7 @@ def test_domino_status_prints_what_it_read_from_redis_escaped(
     hostile = "evil\x1b[2J\x1b]0;pwned\x07\u202e"
     with sync_client_for(redis_url) as redis:
         redis.zadd(f"{key_prefix}:referees", {hostile: time.time() * 1000})
-        redis.set(f"{key_prefix}:{{p0}}:owner", hostile, px=5000)
+        redis.set(f"{key_prefix}:{{p0}}:owner", hostile, px=60_000)  # outlives two commands
         redis.xadd(
             f"{key_prefix}:dead",
             {"stream": hostile, "id": "1-0", "group": hostile, "reason": hostile},
