@@ -104,3 +104,17 @@ def gateways(topology_url: str) -> Iterator[Gateways]:
     tests/sdk): started once, when the first of them runs."""
     with running_gateways(topology_url) as g:
         yield g
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test marked ``one_topology`` (what it checks lies outside Redis: installing the SDK
+    alone, say) runs on the node only, not again on the cluster."""
+    kept, dropped = [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        topology = callspec.params.get("topology_url") if callspec is not None else None
+        once = item.get_closest_marker("one_topology") is not None
+        (dropped if once and topology == "cluster" else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
