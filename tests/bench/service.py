@@ -11,24 +11,29 @@ in the same run.
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import uvloop
 
 from engine.rules import Rules
 from engine.strategy import RandomStrategy
+from events.model import CancelMatch
 from services.bots.worker import BotWorker
 from services.cli.clients import service_client
 from services.cli.supervisor import Stack
 from services.config import Settings
 from services.redis.apps import tune_gc
-from services.redis.connection import open_client
+from services.redis.connection import Client, open_client
 from services.redis.servers import local_cluster
 from services.store.keys import Keys
+from services.store.redis import RedisEventStore
 from services.transport.redis import RedisTransport
 from tests.bench.store import bare_append_rate
 from tests.support.redis_env import redis_server
@@ -36,40 +41,91 @@ from tests.support.redis_env import redis_server
 MATCHES = 200
 WARMUP_S = 2.0
 MEASURE_S = 8.0
+FINISHED = 50
+"""Matches played to their end for the per-match figures of service.capacity."""
+TICK_S = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Window:
+    """What one measured window of the workload cost: moves, latencies, each process's CPU
+    seconds, Redis's commands and network bytes."""
+
+    moves: int = 0
+    seconds: float = 0.0
+    latencies: list[float] = field(default_factory=list)
+    cpu_s: dict[str, float] = field(default_factory=dict)
+    calls: dict[str, int] = field(default_factory=dict)
+    net_bytes: int = 0
 
 
 def run() -> Iterator[dict[str, Any]]:
-    """Yield the service.e2e line, then service.cluster: the same workload on a local Redis
-    Cluster of 3 masters, with its ratio to the single node's line of this run."""
+    """Yield service.e2e; service.capacity, where that workload's CPU and Redis traffic went,
+    per move, and what a finished match leaves in Redis; service.cluster, the same workload
+    on a local Redis Cluster of 3 masters, with its ratio to this run's single node; and
+    service.cluster_replicated, replica durability against the default on a cluster with a
+    replica per master."""
     with redis_server(appendfsync="no", env_var=None) as url:
-        moves_per_s, latencies = _service(url, cluster=False)
+        window, finished = _service(url, cluster=False)
         ceiling = asyncio.run(bare_append_rate(url, seconds=2.0))
+    moves_per_s = window.moves / window.seconds
     single = {
         "bench": "service.e2e",
         "matches": MATCHES,
-        **_figures(moves_per_s, latencies),
+        **_figures(moves_per_s, window.latencies),
         "ceiling_per_s": round(ceiling),
         "ratio": round(moves_per_s / ceiling, 3),
     }
     yield single
+    yield {"bench": "service.capacity", "matches": MATCHES, **_capacity(window), **finished}
     with local_cluster(3) as cluster:
-        cluster_moves, cluster_latencies = _service(cluster.urls[0], cluster=True)
+        clustered, _ = _service(cluster.urls[0], cluster=True, finish=False)
+    cluster_moves = clustered.moves / clustered.seconds
     yield {
         "bench": "service.cluster",
         "matches": MATCHES,
         "masters": 3,
-        **_figures(cluster_moves, cluster_latencies),
+        **_figures(cluster_moves, clustered.latencies),
         "single_node_per_s": single["moves_per_s"],
         "ratio": round(cluster_moves / moves_per_s, 3),
     }
+    # The price of DOMINO_DURABILITY=replica: the same cluster with a replica per master, the
+    # default against replica mode (each append waits for WAIT), side by side.
+    rates: dict[str, Window] = {}
+    for durability in ("primary", "replica"):
+        with local_cluster(3, replicas=1) as cluster:
+            rates[durability], _ = _service(
+                cluster.urls[0], cluster=True, finish=False, durability=durability
+            )
+    primary, replica = (rates[d].moves / rates[d].seconds for d in ("primary", "replica"))
+    yield {
+        "bench": "service.cluster_replicated",
+        "matches": MATCHES,
+        "masters": 3,
+        "replicas_per_master": 1,
+        "durability": "replica",
+        **_figures(replica, rates["replica"].latencies),
+        "primary_durability_per_s": round(primary),
+        "ratio": round(replica / primary, 3),
+    }
 
 
-def _service(url: str, cluster: bool) -> tuple[float, list[float]]:
-    """Moves a second and command-to-turn latencies of the workload on the Redis at ``url``."""
-    settings = Settings(redis_url=url, prefix="bench", log_level="info", cluster=cluster)
+def _service(
+    url: str, cluster: bool, finish: bool = True, durability: str = "primary"
+) -> tuple[Window, dict[str, Any]]:
+    """The workload on the Redis at ``url``: its measured window, and (``finish``) what
+    FINISHED whole matches leave behind."""
+    settings = Settings(
+        redis_url=url,
+        prefix="bench",
+        log_level="info",
+        cluster=cluster,
+        durability=durability,  # type: ignore[arg-type]
+    )
     logs = tempfile.TemporaryDirectory(prefix="domino-bench-")
-    with logs, Stack(url, settings, pools={}, projector=True, log_dir=logs.name):
-        return uvloop.run(_drive(url, settings))
+    with logs, Stack(url, settings, pools={}, projector=True, log_dir=logs.name) as stack:
+        pids = {name: p.pid for name, p in stack.processes.items()}
+        return uvloop.run(_drive(url, settings, pids, finish))
 
 
 def _figures(moves_per_s: float, latencies: list[float]) -> dict[str, Any]:
@@ -81,7 +137,22 @@ def _figures(moves_per_s: float, latencies: list[float]) -> dict[str, Any]:
     }
 
 
-async def _drive(url: str, settings: Settings) -> tuple[float, list[float]]:
+def _capacity(window: Window) -> dict[str, Any]:
+    """Per move: each process's CPU (ms), Redis's commands by name and its network bytes."""
+    per_move = {name: round(1000 * s / window.moves, 4) for name, s in window.cpu_s.items()}
+    per_move["total"] = round(sum(per_move.values()), 4)
+    calls = {name: round(n / window.moves, 3) for name, n in sorted(window.calls.items()) if n}
+    return {
+        "moves": window.moves,
+        "cpu_ms_per_move": per_move,
+        "redis_calls_per_move": calls,
+        "redis_net_bytes_per_move": round(window.net_bytes / window.moves),
+    }
+
+
+async def _drive(
+    url: str, settings: Settings, pids: dict[str, int], finish: bool
+) -> tuple[Window, dict[str, Any]]:
     tune_gc()  # as `domino bots` runs
     redis = open_client(url, cluster=settings.cluster)
     client = service_client(redis, settings, sender="bench")
@@ -96,17 +167,95 @@ async def _drive(url: str, settings: Settings) -> tuple[float, list[float]]:
         observe=lambda turn, now: latencies.append(now - turn.caused_at),
     )
     task = asyncio.create_task(worker.run())
+    finished: dict[str, Any] = {}
     try:
-        for _ in range(MATCHES):
+        ids = [
             await client.create_match(rules, ["random"] * 4, deadline_ms=30_000)
+            for _ in range(MATCHES)
+        ]
         await asyncio.sleep(WARMUP_S)
+        if not settings.cluster:
+            pids["redis"] = int((await redis.info("server"))["process_id"])
+        pids["bots (this process)"] = os.getpid()
+        before = await _sample(redis, pids, settings.cluster)
         moves, seen = worker.moves, len(latencies)
         start = time.perf_counter()
         await asyncio.sleep(MEASURE_S)
         elapsed = time.perf_counter() - start
-        rate = (worker.moves - moves) / elapsed
-        return rate, latencies[seen:]
+        after = await _sample(redis, pids, settings.cluster)
+        window = Window(
+            moves=worker.moves - moves,
+            seconds=elapsed,
+            latencies=latencies[seen:],
+            cpu_s={k: after[0][k] - before[0][k] for k in after[0]},
+            calls={k: after[1].get(k, 0) - before[1].get(k, 0) for k in after[1]},
+            net_bytes=after[2] - before[2],
+        )
+        if finish:
+            for match_id in ids:  # the window's matches are not part of what follows
+                await client.send(match_id, CancelMatch())
+            finished = await _finished(redis, client, worker, settings)
+        return window, finished
     finally:
         worker.stop()
         await task
         await redis.aclose()
+
+
+async def _sample(
+    redis: Client, pids: dict[str, int], cluster: bool
+) -> tuple[dict[str, float], dict[str, int], int]:
+    """Each process's CPU seconds so far, and (one node) Redis's calls by command and its
+    network bytes in and out."""
+    cpu = {name: _cpu_s(pid) for name, pid in pids.items()}
+    if cluster:
+        return cpu, {}, 0
+    stats = await redis.info("commandstats")
+    calls = {k.removeprefix("cmdstat_"): int(v["calls"]) for k, v in stats.items()}
+    net = await redis.info("stats")
+    return cpu, calls, int(net["total_net_input_bytes"]) + int(net["total_net_output_bytes"])
+
+
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user and system) a process has used."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK_S
+
+
+async def _finished(
+    redis: Client, client: Any, worker: BotWorker, settings: Settings
+) -> dict[str, Any]:
+    """Play FINISHED short matches to their end; what each leaves in Redis, and what it
+    took in moves and Redis commands."""
+    await asyncio.sleep(1.0)  # the cancelled matches settle
+    memory = int((await redis.info("memory"))["used_memory"])
+    keys = int(await redis.dbsize())
+    stats = await redis.info("commandstats")
+    calls = sum(int(v["calls"]) for v in stats.values())
+    moves = worker.moves
+    rules = Rules.make("express", target=100)
+    ids = [
+        await client.create_match(rules, ["random"] * 4, deadline_ms=30_000)
+        for _ in range(FINISHED)
+    ]
+    store = RedisEventStore(redis, partitions=settings.partitions, prefix=settings.prefix)
+    events = 0
+    for match_id in ids:
+        while True:
+            log = await store.read(match_id)
+            if log and log[-1].type == "match_ended":
+                events += len(log)
+                break
+            await asyncio.sleep(0.2)
+    await asyncio.sleep(1.0)  # the projector's last writes
+    stats = await redis.info("commandstats")
+    calls = sum(int(v["calls"]) for v in stats.values()) - calls
+    memory = int((await redis.info("memory"))["used_memory"]) - memory
+    return {
+        "finished_matches": FINISHED,
+        "events_per_finished_match": round(events / FINISHED),
+        "moves_per_finished_match": round((worker.moves - moves) / FINISHED),
+        "redis_bytes_per_finished_match": round(memory / FINISHED),
+        "redis_keys_per_finished_match": round((int(await redis.dbsize()) - keys) / FINISHED, 1),
+        "redis_calls_per_finished_match": round(calls / FINISHED),
+    }
