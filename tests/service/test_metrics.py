@@ -12,7 +12,6 @@ import random
 import re
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from services.config import ENV, Settings
 from services.metrics import LATENCY, observe_many
 from tests.gateway.conftest import OPERATOR, create, free_port, join, wait_healthy
 from tests.service.conftest import wait_until_over
+from tests.support.cli import run_domino
 from tests.support.topology import client_for, sync_client_for
 
 pytestmark = pytest.mark.service
@@ -192,14 +192,7 @@ def domino(settings: Settings, *args: str, **env: str) -> subprocess.CompletedPr
         ENV["partitions"]: str(settings.partitions),
         **env,
     }
-    return subprocess.run(
-        [sys.executable, "-m", "services.cli.main", *args],
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return run_domino(*args, env=environ)
 
 
 # -- the exporters -----------------------------------------------------------------------------

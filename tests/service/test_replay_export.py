@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import msgspec
@@ -20,6 +19,7 @@ from services.cli import jsonl
 from services.cli.supervisor import Stack
 from services.config import Settings
 from services.core.local_match import play_local_match
+from tests.support.cli import run_domino
 
 pytestmark = pytest.mark.service
 
@@ -32,15 +32,7 @@ def a_match(match_id: str = "m-replay1", family: str = "straight") -> list[Envel
 
 
 def domino(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
-    env = Stack(settings.redis_url or "", settings).env()
-    return subprocess.run(
-        [sys.executable, "-m", "services.cli.main", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return run_domino(*args, env=Stack(settings.redis_url or "", settings).env())
 
 
 def lines(log: list[Envelope]) -> list[bytes]:

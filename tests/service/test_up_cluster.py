@@ -19,6 +19,7 @@ import redis
 
 from services.redis.embedded import URL_FILE
 from tests.gateway.conftest import free_port
+from tests.support.cli import run_domino
 
 pytestmark = pytest.mark.service
 
@@ -60,13 +61,7 @@ def domino(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """Another ``domino`` command started on the same data dir (no REDIS_URL)."""
     env = {**os.environ, "DOMINO_DATA_DIR": str(data_dir), "DOMINO_PARTITIONS": str(PARTITIONS)}
     env.pop("REDIS_URL", None)
-    return subprocess.run(
-        [sys.executable, "-m", "services.cli.main", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_domino(*args, env=env)
 
 
 def test_domino_up_cluster_serves_metrics_and_domino_status_reads_the_cluster(
