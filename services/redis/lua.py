@@ -41,13 +41,7 @@ class LuaScript:
         Results come in call order; a call that failed has its exception in its slot. A
         cluster client sends each call to the node owning its keys.
         """
-        results: list[Any] = await self._pipelined(client, calls)
-        missing = [i for i, result in enumerate(results) if isinstance(result, NoScriptError)]
-        if missing:
-            await client.script_load(self.source)
-            retried = await self._pipelined(client, [calls[i] for i in missing])
-            for i, result in zip(missing, retried, strict=True):
-                results[i] = result
+        results, _ = await self._run(client, calls, None)
         return results
 
     async def replicated(
@@ -56,51 +50,61 @@ class LuaScript:
         """:meth:`many`, each node's calls followed on their own connection by ``WAIT
         replicas wait_ms``; return the results and the fewest replicas any node confirmed
         (``replicas`` or more: every write of the batch is on that many replicas)."""
-        results, confirmed = await self._pipelined(client, calls, (replicas, wait_ms))
+        return await self._run(client, calls, (replicas, wait_ms))
+
+    async def _run(
+        self, client: Client, calls: Sequence[Call], wait: tuple[int, int] | None
+    ) -> tuple[list[Any], int]:
+        """The calls pipelined (then WAIT, with ``wait``); those the server answered
+        NOSCRIPT run again once the script is loaded. The results, and the replicas
+        confirmed (0 without ``wait``)."""
+        results, confirmed = await self._pipelined(client, calls, wait)
         missing = [i for i, result in enumerate(results) if isinstance(result, NoScriptError)]
         if missing:
             await client.script_load(self.source)
-            retried, again = await self._pipelined(
-                client, [calls[i] for i in missing], (replicas, wait_ms)
-            )
+            retried, again = await self._pipelined(client, [calls[i] for i in missing], wait)
             for i, result in zip(missing, retried, strict=True):
                 results[i] = result
             confirmed = min(confirmed, again)
         return results, confirmed
 
     async def _pipelined(
-        self, client: Client, calls: Sequence[Call], wait: tuple[int, int] | None = None
-    ) -> Any:
+        self, client: Client, calls: Sequence[Call], wait: tuple[int, int] | None
+    ) -> tuple[list[Any], int]:
         pipe = client.pipeline(transaction=False)
         for keys, args in calls:
             # Not pipe.evalsha(): redis-py blocks that name on cluster pipelines, though a
             # script whose keys share one slot is routed like any keyed command.
             pipe.execute_command("EVALSHA", self.sha, len(keys), *keys, *args)
         if wait is None:
-            return list(await pipe.execute(raise_on_error=False))
+            return list(await pipe.execute(raise_on_error=False)), 0
         # WAIT counts the replicas that have this connection's writes: on a cluster, one per
         # node written to, sent on that node's connection of the pipeline, after its calls.
-        # A master whose slots have no replica (its own died and took it over) is not waited
-        # for: it counts as confirmed by none.
-        unreplicated = False
-        if isinstance(client, RedisCluster):
-            nodes = {}
-            for keys, _ in calls:
-                slot = client.keyslot(keys[0])
-                serving = client.nodes_manager.slots_cache.get(slot, [])
-                if len(serving) > 1:
-                    nodes[serving[0].name] = serving[0]
-                else:
-                    unreplicated = True
-            for node in nodes.values():
-                pipe.execute_command("WAIT", *wait, target_nodes=node)
-            waits = len(nodes)
-        else:
+        nodes, unreplicated = _masters_to_wait_for(client, calls)
+        for node in nodes:
+            pipe.execute_command("WAIT", *wait, target_nodes=node)
+        if not isinstance(client, RedisCluster):
             pipe.execute_command("WAIT", *wait)
-            waits = 1
         replies = list(await pipe.execute(raise_on_error=False))
-        results, acks = replies[: len(replies) - waits], replies[len(replies) - waits :]
+        results, acks = replies[: len(calls)], replies[len(calls) :]
         confirmed = min((a for a in acks if isinstance(a, int)), default=wait[0])
         if unreplicated or any(not isinstance(a, int) for a in acks):
             confirmed = 0
         return results, confirmed
+
+
+def _masters_to_wait_for(client: Client, calls: Sequence[Call]) -> tuple[list[Any], bool]:
+    """On a cluster, the masters the calls write to that have a replica, and whether any
+    call writes to a master that has none (its own died and it took over: it is not waited
+    for, and counts as confirmed by none). On one node, none and False."""
+    if not isinstance(client, RedisCluster):
+        return [], False
+    nodes: dict[str, Any] = {}
+    unreplicated = False
+    for keys, _ in calls:
+        serving = client.nodes_manager.slots_cache.get(client.keyslot(keys[0]), [])
+        if len(serving) > 1:
+            nodes[serving[0].name] = serving[0]
+        else:
+            unreplicated = True
+    return list(nodes.values()), unreplicated

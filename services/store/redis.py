@@ -137,7 +137,7 @@ class RedisEventStore(EventStore):
             request = AppendRequest(
                 match_id, events, expected_version, command_id, outbox, schedule, ack
             )
-            (result,) = await self._append_replicated([request])
+            (result,) = await self.append_many([request])
             if isinstance(result, ConcurrencyError):
                 raise result
             return result
@@ -158,39 +158,27 @@ class RedisEventStore(EventStore):
         Any other failure raises; some appends of the batch may then have been applied, and
         sending the batch again is safe because their command ids are recorded.
         """
-        if self.replicas:
-            return await self._append_replicated(batch)
+        # With replicas, the outboxes wait for the replicas' WAIT (see _after_replication).
+        replicated = self.replicas > 0
         calls = [
             self._call(
-                r.match_id, r.events, r.expected_version, r.command_id, r.outbox, r.schedule, r.ack
+                r.match_id,
+                r.events,
+                r.expected_version,
+                r.command_id,
+                () if replicated else r.outbox,
+                r.schedule,
+                r.ack,
             )
             for r in batch
         ]
-        replies = await APPEND.many(self.client, calls)
-        for reply in replies:
-            if isinstance(reply, Exception):
-                raise reply
-        return [
-            _result(reply, r.match_id, r.expected_version, len(r.events))
-            for reply, r in zip(replies, batch, strict=True)
-        ]
-
-    async def _append_replicated(
-        self, batch: Sequence[AppendRequest]
-    ) -> list[AppendResult | ConcurrencyError]:
-        """The batch's appends without their outboxes, WAIT for the replicas, then the
-        outboxes of the appends that were applied. A replica that does not confirm in time is
-        logged and counted, and the turns go out all the same: a match does not stall on a
-        replica that is down (Redis's ``min-replicas-to-write`` refuses writes then)."""
-        calls = [
-            self._call(
-                r.match_id, r.events, r.expected_version, r.command_id, (), r.schedule, r.ack
+        confirmed = 0
+        if replicated:
+            replies, confirmed = await APPEND.replicated(
+                self.client, calls, self.replicas, self.replica_wait_ms
             )
-            for r in batch
-        ]
-        replies, confirmed = await APPEND.replicated(
-            self.client, calls, self.replicas, self.replica_wait_ms
-        )
+        else:
+            replies = await APPEND.many(self.client, calls)
         for reply in replies:
             if isinstance(reply, Exception):
                 raise reply
@@ -198,6 +186,20 @@ class RedisEventStore(EventStore):
             _result(reply, r.match_id, r.expected_version, len(r.events))
             for reply, r in zip(replies, batch, strict=True)
         ]
+        if replicated:
+            await self._after_replication(batch, results, confirmed)
+        return results
+
+    async def _after_replication(
+        self,
+        batch: Sequence[AppendRequest],
+        results: Sequence[AppendResult | ConcurrencyError],
+        confirmed: int,
+    ) -> None:
+        """Once the replicas had their WAIT, write the outboxes of the appends that were
+        applied. A replica that does not confirm in time is logged and counted, and the turns
+        go out all the same: a match does not stall on a replica that is down (Redis's
+        ``min-replicas-to-write`` refuses writes then)."""
         if confirmed < self.replicas:
             self.unconfirmed += len(batch)
         if confirmed < self.replicas and (now := time.monotonic()) >= self._warn_after:
@@ -220,7 +222,6 @@ class RedisEventStore(EventStore):
             for entry in applied:
                 pipe.xadd(entry.stream, {"__data__": entry.payload})
             await pipe.execute()
-        return results
 
     def _call(
         self,

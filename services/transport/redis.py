@@ -218,7 +218,6 @@ class FanIn:
         self._errors: list[Exception] = []
         self._arrived = asyncio.Event()
         self._taken = asyncio.Event()
-        self._closing = False
 
     async def read(self, streams: Sequence[str]) -> list[Entry]:
         """The entries the streams' reads have brought, waiting up to the block time for
@@ -239,7 +238,6 @@ class FanIn:
 
     async def close(self) -> None:
         """Cancel every read."""
-        self._closing = True
         tasks = list(self._tasks.values())
         self._tasks.clear()
         for task in tasks:
@@ -257,14 +255,19 @@ class FanIn:
             if task is None or task.done():  # a read that ended on its own is started again
                 self._tasks[stream] = asyncio.create_task(self._reader(stream), name=stream)
 
+    def _followed(self, stream: str) -> bool:
+        """Whether the running reader is still the one that reads ``stream`` (a stream
+        dropped, or the fan-in closed, has its reader taken off before it is cancelled)."""
+        return self._tasks.get(stream) is asyncio.current_task()
+
     async def _reader(self, stream: str) -> None:
         # A cancel that meets a timeout inside the Redis client can come out as the client's
-        # TimeoutError (Python 3.11's asyncio.timeout), so the loop also checks it was closed.
-        while not self._closing:
+        # TimeoutError (Python 3.11's asyncio.timeout), so the loop also checks it still reads.
+        while self._followed(stream):
             try:
                 entries = await self.read_one(stream)
             except asyncio.CancelledError:
-                if not self._closing and not cancelled_here():
+                if self._followed(stream) and not cancelled_here():
                     # The Redis client cancels what it is waiting on when it drops a node's
                     # connections (a failover): that ends this read, not the reader.
                     self._errors.append(ConnectionError(f"a read of {stream} was cut off"))
@@ -277,6 +280,8 @@ class FanIn:
                 self._arrived.set()
                 await asyncio.sleep(0.5)
                 continue
+            if not self._followed(stream):  # dropped meanwhile: what it read is claimed later
+                return
             if entries:
                 self._ready.extend(entries)
                 self._arrived.set()
