@@ -321,9 +321,14 @@ def test_the_cluster_init_script_makes_a_cluster_once_and_leaves_it_after(
         again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
         assert again.returncode == 0, again.stdout + again.stderr
         assert "the cluster exists already" in again.stdout
-        info = subprocess.run(
-            [cli, "-p", str(ports[-1]), "cluster", "info"], capture_output=True, text=True
-        ).stdout.split()
+        deadline = time.monotonic() + 10  # the last node may hear of the others a moment later
+        while True:
+            info = subprocess.run(
+                [cli, "-p", str(ports[-1]), "cluster", "info"], capture_output=True, text=True
+            ).stdout.split()
+            if "cluster_known_nodes:6" in info or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
         assert "cluster_state:ok" in info
         assert "cluster_size:3" in info, "three masters serve the slots"
         assert "cluster_known_nodes:6" in info
