@@ -21,6 +21,7 @@ import structlog
 from redis.exceptions import RedisError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request as StarletteRequest
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -55,6 +56,7 @@ from services.gateway.hub import FeedUnavailable, Flight, Hub, Outcome
 from services.gateway.lane import ClusterLane, Lane
 from services.gateway.limits import Cap, Charge, Concurrency, Lease, RateLimit, release_match
 from services.gateway.openapi import openapi
+from services.gateway.pages import Pages
 from services.gateway.players import Players
 from services.gateway.protocol import (
     API,
@@ -1269,6 +1271,7 @@ def create_app(
         routes=routes,
         lifespan=gw.serving,
         exception_handlers={404: _not_found, 405: _http_error},
+        middleware=[Middleware(Pages)],  # the browser pages, ahead of the API's routes
         # the hot paths (moves, and every line of the players' streams) skip the router's walk
         # and the middleware's wrapping of each write
         fast=[("POST", *moves), ("GET", *seat_stream), ("GET", *play)],
