@@ -186,6 +186,14 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     search_budget_ms: Annotated[
         float, Var("DOMINO_SEARCH_BUDGET_MS", "thinking time per move of the `search` bots")
     ] = DEFAULT_BUDGET_MS
+    bot_pace_ms: Annotated[
+        int,
+        Var(
+            "DOMINO_BOT_PACE_MS",
+            "house bots wait this long before answering their turns: a pace people can watch"
+            " (`domino demo` sets 300)",
+        ),
+    ] = 0
     max_command_bytes: Annotated[
         int, Var("DOMINO_MAX_COMMAND_BYTES", "larger commands are rejected unread")
     ] = 16384
@@ -212,6 +220,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             )
         if settings.watch_ms < 100:
             raise ConfigError("DOMINO_WATCH_MS must be at least 100 (a tenth of a second)")
+        if not 0 <= settings.bot_pace_ms <= 60_000:
+            raise ConfigError("DOMINO_BOT_PACE_MS is 0 to 60000 milliseconds")
         if not 0 <= settings.metrics_port <= 65535:
             raise ConfigError("DOMINO_METRICS_PORT is a port: 0 to 65535 (0: none)")
         return settings

@@ -134,6 +134,8 @@ class BotWorker(GroupWorker):
         in between only means a turn answered again, and the same command id is applied once."""
         if not entries:
             return
+        if self.settings.bot_pace_ms:
+            await asyncio.sleep(self.settings.bot_pace_ms / 1000)
         now = time.time()
         answers: list[Message] = []
         done: list[Entry] = []

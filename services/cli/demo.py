@@ -42,8 +42,11 @@ async def play_demo(
             )
 
 
-def report(console: Console, tracked: list[Followed], elapsed: float) -> None:
-    """The results table, wins by strategy, and how to replay a match."""
+def report(
+    console: Console, tracked: list[Followed], elapsed: float, pages: str | None = None
+) -> None:
+    """The results table, wins by strategy, and how to replay a match: in the terminal, and,
+    when the gateway served ``pages``, in the browser."""
     table = Table(title="Results")
     table.add_column("match", no_wrap=True)  # whole, to copy into domino replay
     for column in ("game", "seats", "rounds", "score", "winner"):
@@ -76,3 +79,10 @@ def report(console: Console, tracked: list[Followed], elapsed: float) -> None:
     console.print(f"  .venv/bin/domino replay {example}")
     console.print(f"  .venv/bin/domino replay {example} --seat 0 --at 20")
     console.print(f"  .venv/bin/domino verify {example}")
+    if pages is not None:
+        console.print(
+            "Watch them again in a browser, step by step: serve the pages with "
+            "[bold].venv/bin/domino up[/bold], then open"
+        )
+        console.print(f"  {pages}/replay/{example}", markup=False)
+        console.print(f"  {pages}/  (the lobby: every finished match)", markup=False)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import os
 import signal
+import socket
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -385,8 +387,17 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    """Host a series of matches between house bots with a live progress bar."""
-    settings = _settings()
+    """Host a series of matches between house bots with a live progress bar, served to the
+    browser by a gateway while they play."""
+    if not 0 <= args.pace_ms <= 60_000:
+        raise CliError("--pace-ms is 0 to 60000 milliseconds")
+    settings = msgspec.structs.replace(_settings(), bot_pace_ms=args.pace_ms)
+    try:
+        gateway = GatewaySettings.from_env()
+    except GatewayConfigError as e:
+        raise CliError(str(e)) from None
+    port = _port_or_free(gateway.host, gateway.port) if args.gateway else gateway.port
+    os.environ["DOMINO_GATEWAY_PORT"] = str(port)  # the gateway child reads it
     console = Console()
     with redis_url(settings) as url:
         log_dir = embedded_data_dir(settings).parent / "logs"
@@ -394,14 +405,31 @@ def cmd_demo(args: argparse.Namespace) -> int:
             f"Redis at {without_password(url)}; referee, bot workers and projector starting "
             f"(logs in {log_dir})"
         )
-        with Stack(url, settings, pools={"random": 1, "greedy": 1}, log_dir=log_dir):
+        if args.gateway:
+            console.print(f"Watch the matches as they play: http://{gateway.host}:{port}/")
+        with Stack(
+            url, settings, pools={"random": 1, "greedy": 1}, log_dir=log_dir, gateway=args.gateway
+        ):
             start = time.monotonic()
             try:
                 tracked = asyncio.run(play_demo(url, settings, args.matches, console, args.timeout))
             except TimeoutError as e:
                 raise CliError(str(e)) from None
-            report(console, tracked, time.monotonic() - start)
+            pages = f"http://{gateway.host}:{gateway.port}" if args.gateway else None
+            report(console, tracked, time.monotonic() - start, pages)
     return 0
+
+
+def _port_or_free(host: str, port: int) -> int:
+    """``port`` if it can be listened on at ``host``, else a free one the system picks."""
+    for candidate in (port, 0):
+        with socket.socket() as s:
+            try:
+                s.bind((host, candidate))
+            except OSError:
+                continue
+            return int(s.getsockname()[1])
+    raise CliError(f"no port to serve the pages on at {host}")
 
 
 async def _with_redis(settings: Settings, work: Callable[[Client], Awaitable[int]]) -> int:
@@ -518,6 +546,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="host a series of matches between house bots, live")
     p.add_argument("--matches", type=int, default=8)
     p.add_argument("--timeout", type=float, default=300.0, help="give up after this many s")
+    p.add_argument(
+        "--pace-ms", type=int, default=300, help="bots wait this long a turn (0: full speed)"
+    )
+    p.add_argument(
+        "--gateway",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="serve the pages while the matches play",
+    )
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("up", help="run the whole service (Redis, referee, bots) until Ctrl-C")
