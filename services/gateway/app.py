@@ -941,6 +941,14 @@ class Gateway:
             raise ApiError(422, "invalid_query", "events is all or minimal")
         return events != "minimal"
 
+    def wants_views(self, request: Request) -> bool:
+        """``views=1``: a snapshot after each batch of events and at the end, each with the
+        deadline of the seat to move; ``views=0`` (or none) leaves the stream as it was."""
+        views = request.query("views")
+        if views not in (None, "0", "1"):
+            raise ApiError(422, "invalid_query", "views is 1 or 0")
+        return views == "1"
+
     def _until_turn(self, request: Request) -> bool:
         """``until=turn``: the seat's stream ends after its first turn line."""
         until = request.query("until")
@@ -965,10 +973,11 @@ class Gateway:
         sse = self.wants_sse(request)
         everything = self.wants_everything(request)
         until_turn = self._until_turn(request)
+        views = self.wants_views(request)
         lease = await self.seat_streams.acquire(self.redis, f"{match_id}:{seat}")
         try:
             return await self._open_stream(
-                match_id, seat, sse, after, everything, lease, self.seat_streams, until_turn
+                match_id, seat, sse, after, everything, lease, self.seat_streams, until_turn, views
             )
         except BaseException:
             self.seat_streams.release(lease)
@@ -980,6 +989,7 @@ class Gateway:
         after = self.resume_point(request)
         sse = self.wants_sse(request)
         everything = self.wants_everything(request)
+        views = self.wants_views(request)
         if match_id not in self.hub.feeds:
             exists = await self.lobby.get(match_id) is not None
             if not exists and await self.store.version(match_id) == 0:
@@ -987,7 +997,7 @@ class Gateway:
         lease = await self.public_streams.acquire(self.redis, request.client)
         try:
             return await self._open_stream(
-                match_id, None, sse, after, everything, lease, self.public_streams
+                match_id, None, sse, after, everything, lease, self.public_streams, views=views
             )
         except BaseException:
             self.public_streams.release(lease)
@@ -1003,6 +1013,7 @@ class Gateway:
         lease: Lease,
         counter: Concurrency,
         until_turn: bool = False,
+        views: bool = False,
     ) -> StreamResponse:
         hub = self.hub
         try:
@@ -1015,7 +1026,7 @@ class Gateway:
                 "bad_resume",
                 f"event {after} does not exist yet: the match is at version {feed.version}",
             )
-        sub, version = hub.subscribe(feed, seat, sse, after, everything, until_turn)
+        sub, version = hub.subscribe(feed, seat, sse, after, everything, until_turn, views=views)
         first = [] if after is None else await hub.backlog(feed, sub, after, version)
         log.debug("stream opened", match_id=match_id, seat=seat, after=after)
         return StreamResponse(

@@ -62,6 +62,7 @@ class Subscriber:
         "size",
         "sse",
         "until_turn",
+        "views",
         "waker",
     )
 
@@ -74,11 +75,13 @@ class Subscriber:
         everything: bool = True,
         until_turn: bool = False,
         waker: Waker | None = None,
+        views: bool = False,
     ) -> None:
         self.seat = seat
         self.sse = sse
         self.everything = everything  # every event, or only those :func:`essential` keeps
         self.until_turn = until_turn  # the stream ends after its first turn line
+        self.views = views  # a snapshot after each batch of events, and at the end
         self.after = after  # live events up to this version are not sent (resumed streams)
         self.limit = limit
         self.chunks: list[bytes] = []
@@ -224,6 +227,7 @@ class Feed:
         "subs",
         "turn_sent",
         "version",
+        "viewed",
     )
 
     def __init__(self, match_id: str) -> None:
@@ -236,6 +240,7 @@ class Feed:
         self.buffer: list[Envelope] = []  # live entries that came while reading the log
         self.subs: set[Subscriber] = set()
         self.turn_sent = -1
+        self.viewed = -1  # the version the streams with views last had a snapshot of
         self.idle_since = time.monotonic()
 
     def deadline(self) -> float | None:
@@ -245,14 +250,17 @@ class Feed:
             return None
         return self.last_ts + state.deadline_ms / 1000
 
-    def view_line(self, seat: int | None, sse: bool, snapshot: bool) -> bytes:
+    def view_line(
+        self, seat: int | None, sse: bool, snapshot: bool, any_turn: bool = False
+    ) -> bytes:
         """The receiver's view now: a snapshot, or the turn line of the seat to move. A turn's
-        deadline is given both as a time and as the milliseconds left now."""
+        deadline is given both as a time and as the milliseconds left now: on the seat's own
+        turn, or (``any_turn``, streams with views) whoever's turn it is."""
         state = self.state
         if state is None:
             line: Snapshot | TurnLine = Snapshot(id=0, match_id=self.match_id, seat=seat, view=None)
             return frame(line, sse)
-        mine = state.phase == "playing" and seat is not None and state.turn == seat
+        mine = state.phase == "playing" and (any_turn or (seat is not None and state.turn == seat))
         deadline = self.deadline() if mine else None
         left = None if deadline is None else max(0, round((deadline - time.time()) * 1000))
         view = view_for(state, seat)
@@ -391,6 +399,7 @@ class Hub:
         everything: bool = True,
         until_turn: bool = False,
         waker: Waker | None = None,
+        views: bool = False,
     ) -> tuple[Subscriber, int]:
         """Open a stream on a ready feed; return it and the version it starts from.
 
@@ -398,12 +407,14 @@ class Hub:
         move, a turn line like any other, so a client that acts on turn lines alone misses
         none. A resumed one needs the events after ``after`` up to the returned version (see
         :meth:`backlog`), then goes live. With a ``waker``, that is what wakes for its lines.
+        With ``views``, a snapshot follows each batch of events and ends the stream (see
+        :meth:`_settle_turn`), and every snapshot has the deadline of the seat to move.
         """
         version = feed.version
         start = version if after is None else max(after, version)
-        sub = Subscriber(seat, sse, start, self.buffer_limit, everything, until_turn, waker)
+        sub = Subscriber(seat, sse, start, self.buffer_limit, everything, until_turn, waker, views)
         if after is None:
-            sub.push(feed.view_line(seat, sse, snapshot=True))
+            sub.push(feed.view_line(seat, sse, snapshot=True, any_turn=views))
             if seat is not None and feed.my_turn_seat == seat:
                 sub.push_turn(feed.view_line(seat, sse, snapshot=False))
         feed.subs.add(sub)
@@ -412,8 +423,10 @@ class Hub:
         return sub, version
 
     async def backlog(self, feed: Feed, sub: Subscriber, after: int, upto: int) -> list[bytes]:
-        """The events after ``after`` up to ``upto`` for a resumed stream, then its turn if it
-        is still its move at ``upto`` (and, opened ``until=turn``, nothing after that)."""
+        """The events after ``after`` up to ``upto`` for a resumed stream, then (with views)
+        its snapshot and its turn if the feed is still at ``upto`` — else the live events that
+        came meanwhile are queued, and a snapshot after them — and, opened ``until=turn``,
+        nothing after its turn."""
         out: list[bytes] = []
         if after < upto:
             for record in await self.store.read(feed.match_id, after + 1, upto):
@@ -422,6 +435,8 @@ class Hub:
                     continue
                 line = EventLine(id=env.version, event=redact(env.event, sub.seat))
                 out.append(frame(line, sub.sse))
+        if sub.views and feed.version == upto:
+            out.append(feed.view_line(sub.seat, sub.sse, snapshot=True, any_turn=True))
         if sub.seat is not None and feed.version == upto and feed.my_turn_seat == sub.seat:
             out.append(feed.view_line(sub.seat, sub.sse, snapshot=False))
             if sub.until_turn:
@@ -591,7 +606,11 @@ class Hub:
             sub.push(data)
 
     def _settle_turn(self, feed: Feed) -> None:
-        """After a batch: tell the seat to move that it is its turn; end streams at the end."""
+        """After a batch: a snapshot to the streams with views, tell the seat to move that it
+        is its turn; end streams at the end."""
+        if feed.viewed != feed.version:
+            feed.viewed = feed.version
+            self._send_views(feed)
         if feed.over:
             for sub in feed.subs:
                 sub.finish()
@@ -607,6 +626,18 @@ class Hub:
                 if data is None:
                     data = lines[sub.sse] = feed.view_line(seat, sub.sse, snapshot=False)
                 sub.push_turn(data)
+
+    def _send_views(self, feed: Feed) -> None:
+        """A snapshot at the feed's version to each stream with views that has not seen it:
+        one view per (seat, framing), however many streams share it."""
+        lines: dict[tuple[int | None, bool], bytes] = {}
+        for sub in feed.subs:
+            if sub.views and sub.after < feed.version:
+                key = (sub.seat, sub.sse)
+                data = lines.get(key)
+                if data is None:
+                    data = lines[key] = feed.view_line(sub.seat, sub.sse, True, any_turn=True)
+                sub.push(data)
 
     async def _load(self, feed: Feed) -> None:
         """Read the match stream from where the feed is, then what came meanwhile."""
