@@ -101,8 +101,9 @@ export function resultText(result, ctx) {
     return `Match ${result.reason || "over"}: no winner (${score}).`;
   }
   const winners = sideName(ctx.rules, ctx.players, result.winner);
-  const verb = ctx.rules?.partners ? "won" : "won";
-  return `${winners} ${verb} ${score} (${reasonText(result.reason)}).`;
+  const scores = result.scores || [];
+  const others = scores.filter((_, s) => s !== result.winner);
+  return `${winners} won ${[scores[result.winner], ...others].join("–")} (${reasonText(result.reason)}).`;
 }
 
 /** S4: the all-fives count of the open ends, from the view's ends. */

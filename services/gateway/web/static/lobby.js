@@ -24,13 +24,13 @@ function saveName(value) {
   }
 }
 
-function field(label, control, hint) {
-  return h("div", { class: "field" }, h("label", { for: control.id }, label), control, hint ? h("small", {}, hint) : null);
+function field(label, control, hint, hintId) {
+  return h("div", { class: "field" }, h("label", { for: control.id }, label), control, hint ? h("small", { id: hintId }, hint) : null);
 }
 
 export async function mount(main) {
   setTitle("Lobby");
-  const playerName = h("input", { id: "player-name", name: "name", type: "text", maxlength: "32", autocomplete: "nickname", placeholder: "e.g. Ada", value: savedName() });
+  const playerName = h("input", { id: "player-name", name: "name", type: "text", maxlength: "20", pattern: "[A-Za-z0-9][A-Za-z0-9_\\-]{1,19}", autocomplete: "nickname", placeholder: "e.g. Ada", value: savedName(), "aria-describedby": "player-name-hint" });
   const family = h("select", { id: "new-family", name: "family" }, h("option", { value: "express" }, "Express (block game)"), h("option", { value: "straight" }, "Straight (all fives)"));
   const opponent = h("select", { id: "new-opponent", name: "opponent" }, h("option", { value: "random" }, "random"), h("option", { value: "greedy" }, "greedy"), h("option", { value: "search" }, "search"));
   opponent.value = "greedy";
@@ -42,7 +42,7 @@ export async function mount(main) {
     "form",
     { id: "new-game", class: "new-game", "aria-labelledby": "new-game-title" },
     h("h2", { id: "new-game-title" }, "Play the bots"),
-    h("div", { class: "fields" }, field("Your name", playerName), field("Game", family), field("Opponents", opponent), field("Players", players), field("Target", target, "empty: the game's default")),
+    h("div", { class: "fields" }, field("Your name", playerName, "2–20 letters, digits, _ or -", "player-name-hint"), field("Game", family), field("Opponents", opponent), field("Players", players), field("Target", target, "empty: the game's default")),
     h("div", { class: "form-actions" }, start),
     formMessage,
   );
@@ -64,12 +64,12 @@ export async function mount(main) {
   const makeTable = (id, caption, heads) => {
     const tbody = h("tbody");
     const empty = h("p", { class: "empty" }, "None right now.");
-    const t = h("table", { id, class: "matches" }, h("caption", { class: "visually-hidden" }, caption), h("thead", {}, h("tr", {}, heads.map((x) => h("th", { scope: "col" }, x)))), tbody);
+    const t = h("table", { id, class: "matches" }, h("caption", { class: "visually-hidden" }, caption), h("thead", {}, h("tr", {}, heads.map((x, i) => h("th", { scope: "col", class: i === heads.length - 1 && typeof x !== "string" ? "action" : null }, x)))), tbody);
     return { table: t, tbody, empty };
   };
   const open = makeTable("open-matches", "Matches waiting for players", ["Match", "Game", "Seats", "Created"]);
-  const live = makeTable("live-matches", "Matches being played", ["Match", "Game", "Players", "Round", "Score", ""]);
-  const done = makeTable("finished-matches", "Finished matches", ["Match", "Game", "Players", "Score", "Result", ""]);
+  const live = makeTable("live-matches", "Matches being played", ["Match", "Game", "Players", "Round", "Score", h("span", { class: "visually-hidden" }, "Link")]);
+  const done = makeTable("finished-matches", "Finished matches", ["Match", "Game", "Players", "Score", "Result", h("span", { class: "visually-hidden" }, "Link")]);
   const section = (title, id, t) => h("section", { class: "lobby-section", "aria-labelledby": id }, h("h2", { id }, title), h("div", { class: "table-scroll" }, t.table), t.empty);
   const updated = h("p", { class: "updated", "aria-live": "off" });
 
@@ -87,6 +87,11 @@ export async function mount(main) {
     const value = playerName.value.trim();
     if (!value) {
       formMessage.textContent = "Enter your name first.";
+      playerName.focus();
+      return null;
+    }
+    if (!playerName.checkValidity()) {
+      formMessage.textContent = "A name is 2 to 20 letters, digits, _ or -, starting with a letter or digit.";
       playerName.focus();
       return null;
     }
@@ -254,7 +259,7 @@ export async function mount(main) {
                 playersCell(m.players, ratings),
                 h("td", {}, String(m.round)),
                 h("td", { class: "score" }, m.scores.join("–")),
-                h("td", {}, h("a", { href: `/watch/${seg(m.match_id)}`, class: "button-link" }, "Watch")),
+                h("td", { class: "action" }, h("a", { href: `/watch/${seg(m.match_id)}`, class: "button-link" }, "Watch")),
               ),
           ];
         }),
@@ -281,7 +286,7 @@ export async function mount(main) {
                 playersCell(m.players, ratings, winnerSeats),
                 h("td", { class: "score" }, m.scores.join("–")),
                 h("td", {}, m.winner === null || m.winner === undefined ? `no winner (${reasonText(m.reason)})` : reasonText(m.reason), h("br"), h("small", {}, ago(m.updated))),
-                h("td", {}, h("a", { href: `/replay/${seg(m.match_id)}`, class: "button-link" }, "Replay")),
+                h("td", { class: "action" }, h("a", { href: `/replay/${seg(m.match_id)}`, class: "button-link" }, "Replay")),
               ),
           ];
         }),

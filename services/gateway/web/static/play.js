@@ -127,9 +127,6 @@ export async function mount(main, { param: matchId, query }) {
   function drawButtons() {
     draw.classList.toggle("legal", has("draw_tile"));
     pass.classList.toggle("legal", has("pass_turn"));
-    draw.setAttribute("aria-disabled", String(!has("draw_tile")));
-    pass.setAttribute("aria-disabled", String(!has("pass_turn")));
-    draw.hidden = view?.rules?.family === "express";
   }
 
   function drawHand(handEl, v, shown) {

@@ -106,7 +106,7 @@ async function mountPlayer(main, key) {
   const families = FAMILIES.filter((f) => past.some((x) => x.family === f));
   const series = families.map((f) => ({
     label: familyName(f),
-    points: past.filter((x) => x.family === f).map((x, i) => [i + 1, x.ordinal]),
+    points: past.map((x, i) => [i + 1, x]).filter(([, x]) => x.family === f).map(([i, x]) => [i, x.ordinal]),
   }));
   const chart = h(
     "div",

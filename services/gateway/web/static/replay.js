@@ -1,11 +1,25 @@
 // The replay page: every frame of a match fetched once, a scrubber over them.
 
 import { getJSON, seg, ApiError } from "./api.js";
-import { h, replace, setTitle } from "./dom.js";
+import { h, s as svg, replace, setTitle } from "./dom.js";
 import { createTable } from "./table.js";
 import { describe } from "./describe.js";
 
 const SPEEDS = ["0.5", "1", "2", "4", "8"];
+
+// Button icons drawn in a 16x16 box (no icon font is available under the page's CSP).
+const ICONS = {
+  first: ["M3 3h2v10H3z", "M13 3v10L6 8z"],
+  prev: ["M12 3v10L5 8z"],
+  play: ["M5 3v10l8-5z"],
+  pause: ["M4 3h3v10H4z", "M9 3h3v10H9z"],
+  next: ["M4 3v10l7-5z"],
+  last: ["M3 3v10l7-5z", "M11 3h2v10h-2z"],
+};
+
+function icon(shape) {
+  return svg("svg", { class: "icon", viewBox: "0 0 16 16", "aria-hidden": "true", focusable: "false" }, ICONS[shape].map((d) => svg("path", { d })));
+}
 
 export async function mount(main, { param: matchId, query }) {
   setTitle(`Replay ${matchId}`);
@@ -16,14 +30,12 @@ export async function mount(main, { param: matchId, query }) {
   const error = h("p", { class: "error", role: "alert", hidden: true });
   const scrubber = h("input", { id: "scrubber", type: "range", min: "1", max: "1", value: "1", step: "1", "aria-label": "Position in the match" });
   const position = h("output", { id: "position", for: "scrubber" }, "");
-  const btn = (id, label, text) => h("button", { id, type: "button", "aria-label": label, title: label }, text);
-  const first = btn("first", "First event", "⏮");
-  const prev = btn("prev", "Previous event", "◀");
-  const playpause = btn("playpause", "Play", "▶");
-  const next = btn("next", "Next event", "▶|");
-  const last = btn("last", "Last event", "⏭");
-  next.textContent = "▶▏";
-  prev.textContent = "▕◀";
+  const btn = (id, label, shape) => h("button", { id, type: "button", "aria-label": label, title: label }, icon(shape));
+  const first = btn("first", "First event", "first");
+  const prev = btn("prev", "Previous event", "prev");
+  const playpause = btn("playpause", "Play", "play");
+  const next = btn("next", "Next event", "next");
+  const last = btn("last", "Last event", "last");
   const speed = h("select", { id: "speed", "aria-label": "Speed, events per second" }, SPEEDS.map((v) => h("option", { value: v }, `${v}/s`)));
   speed.value = "2";
   const seatView = h("select", { id: "seat-view", "aria-label": "Whose view" }, h("option", { value: "" }, "Public view"));
@@ -83,14 +95,14 @@ export async function mount(main, { param: matchId, query }) {
   function stop() {
     clearInterval(playing);
     playing = null;
-    playpause.textContent = "▶";
+    playpause.replaceChildren(icon("play"));
     playpause.setAttribute("aria-label", "Play");
     playpause.title = "Play";
   }
 
   function play() {
     if (at >= frames.length) show(1);
-    playpause.textContent = "⏸";
+    playpause.replaceChildren(icon("pause"));
     playpause.setAttribute("aria-label", "Pause");
     playpause.title = "Pause";
     clearInterval(playing);

@@ -44,7 +44,7 @@ export function createTable(root, { mySeat = null, drawHand = null, statusExtra 
   const side = h(
     "aside",
     { class: "side-panel", "aria-label": "Scores and moves" },
-    h("section", { class: "panel" }, h("h2", {}, "Scores"), scores, chart, chartLegend),
+    h("section", { class: "panel" }, h("h2", {}, "Scores"), h("div", { class: "scores-scroll" }, scores), chart, chartLegend),
     h("section", { class: "panel" }, h("h2", {}, "Moves"), h("div", { class: "log-box" }, log)),
   );
   root.append(h("div", { class: "match-layout" }, table, side));
