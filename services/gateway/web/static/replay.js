@@ -72,11 +72,8 @@ export async function mount(main, { param: matchId, query }) {
   }
 
   function syncUrl() {
-    const u = new URL(location.href);
-    u.searchParams.set("at", String(at));
-    if (seat === "") u.searchParams.delete("seat");
-    else u.searchParams.set("seat", seat);
-    history.replaceState(null, "", u.pathname + u.search);
+    const q = `?at=${at}${seat === "" ? "" : `&seat=${seat}`}`;
+    if (location.search !== q) history.replaceState(null, "", location.pathname + q);
   }
 
   function show(n) {
