@@ -64,12 +64,12 @@ export async function mount(main) {
   const makeTable = (id, caption, heads) => {
     const tbody = h("tbody");
     const empty = h("p", { class: "empty" }, "None right now.");
-    const t = h("table", { id, class: "matches" }, h("caption", { class: "visually-hidden" }, caption), h("thead", {}, h("tr", {}, heads.map((x, i) => h("th", { scope: "col", class: i === heads.length - 1 && typeof x !== "string" ? "action" : null }, x)))), tbody);
+    const t = h("table", { id, class: "matches" }, h("caption", { class: "visually-hidden" }, caption), h("thead", {}, h("tr", {}, heads.map((x) => h("th", { scope: "col" }, x)))), tbody);
     return { table: t, tbody, empty };
   };
   const open = makeTable("open-matches", "Matches waiting for players", ["Match", "Game", "Seats", "Created"]);
-  const live = makeTable("live-matches", "Matches being played", ["Match", "Game", "Players", "Round", "Score", h("span", { class: "visually-hidden" }, "Link")]);
-  const done = makeTable("finished-matches", "Finished matches", ["Match", "Game", "Players", "Score", "Result", h("span", { class: "visually-hidden" }, "Link")]);
+  const live = makeTable("live-matches", "Matches being played", ["Watch", "Game", "Players", "Round", "Score"]);
+  const done = makeTable("finished-matches", "Finished matches", ["Replay", "Game", "Players", "Score", "Result"]);
   const section = (title, id, t) => h("section", { class: "lobby-section", "aria-labelledby": id }, h("h2", { id }, title), h("div", { class: "table-scroll" }, t.table), t.empty);
   const updated = h("p", { class: "updated", "aria-live": "off" });
 
@@ -174,7 +174,7 @@ export async function mount(main) {
   };
   const playersCell = (list, ratings, winnerSeats = []) =>
     h("td", { class: "players" }, list.flatMap((p, i) => [i ? h("span", { class: "vs" }, " · ") : null, winnerSeats.includes(i) ? h("strong", {}, withRating(p, ratings)) : withRating(p, ratings)]));
-  const idCell = (id, href) => h("th", { scope: "row" }, h("a", { href }, h("code", {}, id)));
+  const idCell = (id, href) => h("th", { scope: "row" }, h("a", { href, class: "match-link" }, h("code", {}, id)));
   const ratingSig = (list, ratings) => list.map((p) => ratings.get(p)?.ordinal?.toFixed(1) ?? "").join(",");
 
   const matchesFilter = (fam, players) => {
@@ -259,7 +259,6 @@ export async function mount(main) {
                 playersCell(m.players, ratings),
                 h("td", {}, String(m.round)),
                 h("td", { class: "score" }, m.scores.join("–")),
-                h("td", { class: "action" }, h("a", { href: `/watch/${seg(m.match_id)}`, class: "button-link" }, "Watch")),
               ),
           ];
         }),
@@ -286,7 +285,6 @@ export async function mount(main) {
                 playersCell(m.players, ratings, winnerSeats),
                 h("td", { class: "score" }, m.scores.join("–")),
                 h("td", {}, m.winner === null || m.winner === undefined ? `no winner (${reasonText(m.reason)})` : reasonText(m.reason), h("br"), h("small", {}, ago(m.updated))),
-                h("td", { class: "action" }, h("a", { href: `/replay/${seg(m.match_id)}`, class: "button-link" }, "Replay")),
               ),
           ];
         }),

@@ -181,7 +181,7 @@ export function createTable(root, { mySeat = null, drawHand = null, statusExtra 
     round.dataset.round = String(view.round);
     round.textContent = `Round ${view.round}`;
     stock.dataset.count = String(view.stock_size);
-    stock.textContent = `Stock ${view.stock_size}`;
+    replace(stock, tileBack({ vertical: true }), ` Stock ${view.stock_size}`);
     rules.textContent = rulesText(view.rules);
     if (view.phase === "playing" && view.turn !== null && view.turn !== undefined) {
       turn.dataset.seat = String(view.turn);
