@@ -11,6 +11,15 @@ from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from engine.board import END_INDEX, Board
+from engine.fairness import (
+    SALT_BYTES,
+    SEED_BYTES,
+    SeedError,
+    commitment,
+    parse_hex,
+    seeded_deal,
+    split_deal,
+)
 from engine.rules import HAND_SIZE, round5
 from engine.state import MatchState
 from engine.tiles import format_tile, is_double, pips, tile, tile_set, weight
@@ -162,8 +171,10 @@ def _deal(state: MatchState, command: DealRound) -> list[AnyEvent] | Rejection:
     if len(order) != len(whole) or set(order) != whole:
         return _reject("bad_deal", "C1", f"the deal must be the whole double-{rules.top} set")
     n = rules.players
-    hands = tuple(tuple(sorted(order[k * HAND_SIZE : (k + 1) * HAND_SIZE])) for k in range(n))
-    stock = tuple(order[n * HAND_SIZE :])
+    sealed = _check_seed(state, command)
+    if isinstance(sealed, Rejection):
+        return sealed
+    hands, stock = split_deal(order, n)
     forced: Tile | None = None
     if state.round == 0 and rules.family == "express":
         leader, forced = _first_express_lead(hands)  # E2
@@ -186,8 +197,38 @@ def _deal(state: MatchState, command: DealRound) -> list[AnyEvent] | Rejection:
             hand_sizes=tuple(len(h) for h in hands),
             stock_size=len(stock),
             forced_lead=forced,
+            commitment=sealed,
+            seed=command.seed,
+            salt=command.salt,
         )
     ]
+
+
+def _check_seed(state: MatchState, command: DealRound) -> str | Rejection | None:
+    """F1: a seeded deal is exactly the one its seed gives; its commitment, or None for a deal
+    made without a seed."""
+    if command.seed is None and command.salt is None:
+        return None
+    if command.seed is None or command.salt is None:
+        return _reject("bad_deal", "F1", "a seed comes with its salt, and a salt with its seed")
+    try:
+        seed = parse_hex(command.seed, SEED_BYTES, "seed")
+        salt = parse_hex(command.salt, SALT_BYTES, "salt")
+    except SeedError as e:
+        return _reject("bad_deal", "F1", str(e))
+    rules = state.rules
+    seeded = seeded_deal(seed, rules.top, rules.players)
+    if command.order != seeded.order:
+        return _reject("bad_deal", "F1", "the order is not the one the seed gives")
+    first = state.round == 0 and rules.family == "straight"
+    if first and command.first_leader != seeded.first_leader:
+        return _reject(
+            "bad_deal",
+            "F1",
+            f"the first leader is seat {command.first_leader}, "
+            f"the seed draws seat {seeded.first_leader} (S1)",
+        )
+    return commitment(seed, salt)
 
 
 def _first_express_lead(hands: tuple[tuple[Tile, ...], ...]) -> tuple[int, Tile]:
@@ -396,6 +437,8 @@ def _round_end(
         hands=tuple(tuple(sorted(h)) for h in hands),
         stock=tuple(stock) if state.rules.reveal_stock else None,
         scores=tuple(scores),
+        seed=state.seed,  # F1: the reveal
+        salt=state.salt,
     )
 
 
@@ -713,6 +756,7 @@ def _started(s: MatchState, event: RoundStarted) -> None:
     s.stock = list(stock)
     s.board = Board()
     s.forced_lead = event.forced_lead
+    s.seed, s.salt = event.seed, event.salt
     s.history = [event]
     s.played = []
     s.voids = [set() for _ in range(n)]

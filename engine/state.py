@@ -36,7 +36,9 @@ class MatchState:
         "result",
         "round",
         "rules",
+        "salt",
         "scores",
+        "seed",
         "stock",
         "timeouts",
         "turn",
@@ -65,6 +67,8 @@ class MatchState:
         self.turn = 0
         self.leader = 0
         self.forced_lead: Tile | None = None
+        self.seed: str | None = None  # this round's seed and salt, revealed at its end (F1)
+        self.salt: str | None = None
         self.prev_leader: int | None = None
         self.prev_winner: int | None = None
         self.history: list[AnyEvent] = []  # this round's events, for replays
@@ -96,6 +100,8 @@ class MatchState:
         s.turn = self.turn
         s.leader = self.leader
         s.forced_lead = self.forced_lead
+        s.seed = self.seed
+        s.salt = self.salt
         s.prev_leader = self.prev_leader
         s.prev_winner = self.prev_winner
         s.history = self.history[:]

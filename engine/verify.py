@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import msgspec
 
+from engine.fairness import SEED_BYTES, SeedError, parse_hex, seeded_deal, split_deal
 from engine.game import FoldError, decide, evolve
 from engine.state import MatchState
 from events.model import (
@@ -30,6 +31,7 @@ from events.model import (
     TurnPassed,
     TurnTimedOut,
 )
+from events.vocabulary import Tile
 
 CUT_SHORT = frozenset({"resigned", "aborted", "cancelled"})
 """Outcomes of a round cut off by a command that ends the match: the round's end is recorded
@@ -60,7 +62,9 @@ def command_for(state: MatchState | None, event: AnyEvent) -> AnyCommand | None:
         if event.stock is None or any(h is None for h in event.hands):
             return None
         order = tuple(t for h in event.hands if h is not None for t in h) + event.stock
-        return DealRound(order=order, first_leader=event.leader)
+        if state is not None:
+            order = _seeded_order(state, event) or order
+        return DealRound(order=order, first_leader=event.leader, seed=event.seed, salt=event.salt)
     if isinstance(event, TilePlayed):
         return PlayTile(seat=event.seat, tile=event.tile, end=event.end)
     if isinstance(event, TileDrawn):
@@ -74,6 +78,21 @@ def command_for(state: MatchState | None, event: AnyEvent) -> AnyCommand | None:
     if isinstance(event, MatchEnded):
         return _ending_command(event)
     return None
+
+
+def _seeded_order(state: MatchState, event: RoundStarted) -> tuple[Tile, ...] | None:
+    """The order the round's seed gives, when it deals the hands and stock recorded: the log
+    keeps each hand sorted, so only the seed knows the order within a hand (F1). None when
+    there is no seed, or it deals otherwise: the deal is then refused by its F1 check."""
+    if event.seed is None:
+        return None
+    try:
+        seed = parse_hex(event.seed, SEED_BYTES, "seed")
+    except SeedError:
+        return None
+    order = seeded_deal(seed, state.rules.top, state.rules.players).order
+    hands, stock = split_deal(order, state.rules.players)
+    return order if (hands, stock) == (event.hands, event.stock) else None
 
 
 def _ending_command(event: MatchEnded) -> AnyCommand | None:

@@ -23,11 +23,14 @@ from events.vocabulary import END_NAMES
 def redact(event: AnyEvent, seat: int | None) -> AnyEvent:
     """The event as ``seat`` (None: a spectator) may see it: other hands, the stock and
     another seat's drawn tile are hidden (C8), and so is the first round's forced lead (E2),
-    a tile of the leader's hand, until the leader plays it."""
+    a tile of the leader's hand, until the leader plays it. The deal's seed and salt are hidden
+    from everyone until ``RoundEnded`` reveals them; its commitment is public (F1)."""
     if isinstance(event, RoundStarted):
         hands = tuple(h if s == seat else None for s, h in enumerate(event.hands))
         forced = event.forced_lead if seat == event.leader else None
-        return msgspec.structs.replace(event, hands=hands, stock=None, forced_lead=forced)
+        return msgspec.structs.replace(
+            event, hands=hands, stock=None, forced_lead=forced, seed=None, salt=None
+        )
     if isinstance(event, TileDrawn) and event.seat != seat:
         return msgspec.structs.replace(event, tile=None)
     return event

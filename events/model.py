@@ -45,10 +45,17 @@ class DealRound(Command, frozen=True, tag="deal_round"):
     ``order`` is the whole set in shuffled order: seat k gets ``order[7k:7k+7]`` and the rest is
     the stock, drawn from the front. ``first_leader`` is the random draw for the first leader of
     a Straight match (S1); every other leader follows from the rules.
+
+    ``seed`` and ``salt`` (hex) make the deal checkable (F1, docs/fairness.md): with a seed, the
+    order and the first leader must be exactly what :mod:`engine.fairness` derives from it, and
+    the round records ``sha256(salt ‖ seed)`` before anyone moves. None: a deal made without
+    one (older logs, scripted tests).
     """
 
     order: tuple[Tile, ...]
     first_leader: int | None = None
+    seed: str | None = None
+    salt: str | None = None
 
 
 class PlayTile(Command, frozen=True, tag="play_tile"):
@@ -130,6 +137,10 @@ class RoundStarted(Event, frozen=True, tag="round_started"):
     """A round was dealt. The log holds every hand and the stock order (secret, C8).
 
     In what a seat or spectator sees, hidden hands and the stock are ``None``.
+
+    ``commitment`` is ``sha256(salt ‖ seed)`` in hex, public from the start (F1); ``seed`` and
+    ``salt`` are secret like the hands until the round ends, when ``RoundEnded`` reveals them.
+    All three are None for a round dealt without a seed.
     """
 
     round: int
@@ -139,6 +150,9 @@ class RoundStarted(Event, frozen=True, tag="round_started"):
     hand_sizes: tuple[int, ...]
     stock_size: int
     forced_lead: Tile | None = None  # E2: the first round's lead is forced
+    commitment: str | None = None  # F1: public
+    seed: str | None = None  # F1: secret until the round ends (C8)
+    salt: str | None = None
 
 
 class TilePlayed(Event, frozen=True, tag="tile_played"):
@@ -174,7 +188,8 @@ Outcome = Literal["domino", "blocked", "target", "resigned", "forfeit", "aborted
 
 
 class RoundEnded(Event, frozen=True, tag="round_ended"):
-    """A round ended: how, who won it, what they scored, and every hand shown (C8)."""
+    """A round ended: how, who won it, what they scored, and every hand shown (C8); with
+    ``seed`` and ``salt`` the deal's secret is revealed, so anyone can check it (F1)."""
 
     round: int
     outcome: Outcome
@@ -185,6 +200,8 @@ class RoundEnded(Event, frozen=True, tag="round_ended"):
     hands: tuple[Hand, ...]
     stock: Hand | None  # shown only with reveal_stock
     scores: tuple[int, ...]  # every side's match score after this round
+    seed: str | None = None  # F1: the reveal (None: a round dealt without a seed)
+    salt: str | None = None
 
 
 EndReason = Literal["target", "resigned", "forfeit", "rounds", "aborted", "cancelled"]

@@ -104,7 +104,9 @@ class MatchCreated(Event, frozen=True, tag="match_created"):
 
 class RoundStarted(Event, frozen=True, tag="round_started"):
     """A round was dealt: the reader's own hand is shown, every other hand and the stock are
-    None."""
+    None. ``commitment`` binds the referee to the deal's secret seed before anyone moves; the
+    seed and salt are None until ``RoundEnded`` reveals them (F1, :mod:`domino_sdk.fairness`).
+    """
 
     round: int
     leader: int
@@ -113,6 +115,9 @@ class RoundStarted(Event, frozen=True, tag="round_started"):
     hand_sizes: tuple[int, ...]
     stock_size: int
     forced_lead: Tile | None = None  # E2: the first round's lead is forced
+    commitment: str | None = None  # F1: sha256(salt ‖ seed), hex
+    seed: str | None = None  # F1: always None for a reader: revealed at the round's end
+    salt: str | None = None
 
 
 class TilePlayed(Event, frozen=True, tag="tile_played"):
@@ -144,7 +149,8 @@ class TurnTimedOut(Event, frozen=True, tag="turn_timed_out"):
 
 
 class RoundEnded(Event, frozen=True, tag="round_ended"):
-    """A round ended: how, who won it, what they scored, and every hand shown (C8)."""
+    """A round ended: how, who won it, what they scored, and every hand shown (C8); ``seed``
+    and ``salt`` reveal the deal's secret, so anyone can check it (F1)."""
 
     round: int
     outcome: Outcome
@@ -155,6 +161,8 @@ class RoundEnded(Event, frozen=True, tag="round_ended"):
     hands: tuple[Hand, ...]
     stock: Hand | None  # shown only with reveal_stock
     scores: tuple[int, ...]  # every side's match score after this round
+    seed: str | None = None  # F1: the reveal (None: a round dealt without a seed)
+    salt: str | None = None
 
 
 class MatchEnded(Event, frozen=True, tag="match_ended"):
