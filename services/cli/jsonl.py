@@ -42,12 +42,16 @@ def write(path: str | Path, envelopes: Iterable[Envelope]) -> int:
     return len(envelopes)
 
 
-def parse(lines: Sequence[bytes], match_id: str | None = None) -> list[Envelope]:
+def parse(
+    lines: Sequence[bytes], match_id: str | None = None, *, fold: bool = True
+) -> list[Envelope]:
     """Decode and check a whole log; raise LogFormatError at the first bad line.
 
     Checks: each line is a complete envelope of a known event type and schema; every line is of
     the same match (``match_id`` if given); versions run 1, 2, 3 … with no gap, duplicate or
-    disorder; and the events fold into a match (the first creates it).
+    disorder; and, unless ``fold`` is False, the events fold into a match (the first creates
+    it). Events as a seat or spectator saw them hide the deal and do not fold: only the
+    fairness check reads those (``fold=False``).
     """
     out: list[Envelope] = []
     state: MatchState | None = None
@@ -73,7 +77,8 @@ def parse(lines: Sequence[bytes], match_id: str | None = None) -> list[Envelope]
                 what = f"gap: versions {expected}..{env.version - 1} are missing"
             raise LogFormatError(n, f"version {env.version} where {expected} was due ({what})")
         try:
-            state = evolve(state, env.event)
+            if fold:
+                state = evolve(state, env.event)
         except FoldError as e:
             raise LogFormatError(n, f"version {env.version}: {e}") from None
         out.append(env)
@@ -82,10 +87,10 @@ def parse(lines: Sequence[bytes], match_id: str | None = None) -> list[Envelope]
     return out
 
 
-def read(path: str | Path, match_id: str | None = None) -> list[Envelope]:
+def read(path: str | Path, match_id: str | None = None, *, fold: bool = True) -> list[Envelope]:
     """Read and check an exported match log (see :func:`parse`)."""
     data = Path(path).read_bytes()
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
-    return parse(lines, match_id)
+    return parse(lines, match_id, fold=fold)

@@ -17,6 +17,7 @@ from faststream import FastStream
 from redis.exceptions import RedisError
 from rich.console import Console
 
+from engine import fairness
 from engine.game import evolve
 from engine.state import MatchState
 from engine.strategy import STRATEGIES, make_strategy
@@ -24,6 +25,7 @@ from engine.verify import verify
 from engine.views import redact, view_for
 from events.codec import JSON
 from events.envelope import Envelope
+from events.model import RoundStarted
 from services.bots.app import bots_app
 from services.bots.worker import pool_served
 from services.cli import jsonl
@@ -213,14 +215,55 @@ def _replay_one(
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    """Re-fold a match through today's engine; exit 1 naming the first event that differs."""
-    log = _load(args)
-    problem = verify([e.event for e in log])
-    if problem is None:
-        print(f"ok: {len(log)} events agree with the rules")
-        return 0
-    print(f"version {problem.version}: {problem.message}", file=sys.stderr)
-    return 1
+    """Re-fold a match through today's engine; exit 1 naming the first event that differs.
+    With ``--fairness``, then check every round's deal against its commitment (F1)."""
+    log = _load_for_fairness(args) if args.fairness else _load(args)
+    events = [e.event for e in log]
+    hidden = any(isinstance(e, RoundStarted) and fairness.hidden(e) for e in events)
+    lawful = True
+    if hidden:
+        print("rules: not checked: the deals are hidden (a log as a seat or spectator saw it)")
+    else:
+        problem = verify(events)
+        lawful = problem is None
+        if problem is not None:
+            print(f"version {problem.version}: {problem.message}", file=sys.stderr)
+        else:
+            print(f"ok: {len(log)} events agree with the rules")
+    if not args.fairness:
+        return 0 if lawful else 1
+    sys.stdout.flush()  # the round lines follow the rules' verdict, whichever stream it is on
+    public = args.public or hidden
+    checked = fairness.rounds(events, public=public)
+    how = "as a spectator sees it" if public else "the whole log"
+    for r in checked:
+        seal = f"commitment {r.commitment[:12]}…" if r.commitment else "no commitment"
+        if r.problem is not None:
+            print(f"round {r.round}: unfair: {r.problem}", file=sys.stderr)
+            return 1
+        if r.revealed:
+            print(f"round {r.round}: deal matches {seal}")
+        else:
+            print(f"round {r.round}: not revealed yet ({seal}): the round is being played")
+    print(f"ok: every revealed deal checks out ({how})")
+    return 0 if lawful else 1
+
+
+def _load_for_fairness(args: argparse.Namespace) -> list[Envelope]:
+    """The log to check; a file of events as a seat or spectator saw them (the deals hidden,
+    so they do not fold) is read too, for the public check."""
+    try:
+        return _load(args)
+    except CliError:
+        if not args.file:
+            raise
+        try:
+            log = jsonl.read(args.file, args.match_id, fold=False)
+        except (OSError, jsonl.LogFormatError):
+            raise CliError(f"{args.file}: not a match log") from None
+        if not any(isinstance(e.event, RoundStarted) and fairness.hidden(e.event) for e in log):
+            raise  # a whole log that does not fold: the first error says why
+        return log
 
 
 def _run_service(
@@ -538,6 +581,17 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=text)
         p.add_argument("match_id", nargs="?", help="the match, read from Redis")
         p.add_argument("--file", help="read an exported log instead (no Redis needed)")
+        if name == "verify":
+            p.add_argument(
+                "--fairness",
+                action="store_true",
+                help="then check every round's deal against its commitment (docs/fairness.md)",
+            )
+            p.add_argument(
+                "--public",
+                action="store_true",
+                help="check the deals only from what a spectator sees (automatic when hidden)",
+            )
         if name == "replay":
             p.add_argument("--at", type=int, help="stop at this version (event number)")
             p.add_argument("--seat", type=int, help="show only what this seat could see")
