@@ -129,7 +129,7 @@ def service(node_redis_url: str) -> Iterator[Service]:
     )
     logs = ARTIFACTS / "stack"
     shutil.rmtree(logs, ignore_errors=True)
-    pools = {"random": 1, "greedy": 2}
+    pools = {"random": 1, "greedy": 1}
     with Stack(node_redis_url, settings, pools=pools, log_dir=logs) as stack:
         gateways = Gateways(stack, settings, node_redis_url, "", "")
         gateways.url = spawn_gateway(stack, logs / "gateway.log")

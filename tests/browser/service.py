@@ -163,6 +163,19 @@ class Service:
         view: dict[str, Any] = json.loads(self.domino(*args).strip().splitlines()[-1])
         return view
 
+    def replay_views(
+        self, match_id: str, wanted: list[tuple[int, int | None]]
+    ) -> dict[tuple[int, int | None], dict[str, Any]]:
+        """:meth:`replay_view` at each (event, seat) wanted, the commands run side by side."""
+        with ThreadPoolExecutor(len(wanted)) as pool:
+            views = pool.map(lambda w: self.replay_view(match_id, *w), wanted)
+            return dict(zip(wanted, views, strict=True))
+
+    def last_view(self, match_id: str) -> dict[str, Any]:
+        """The public View after the match's last event, as the gateway's replay gives it."""
+        view: dict[str, Any] = self.get(f"/matches/{match_id}/replay")["frames"][-1]["view"]
+        return view
+
 
 class Relay:
     """A TCP relay in front of the gateway whose open connections a test can cut, as a network

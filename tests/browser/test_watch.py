@@ -59,7 +59,7 @@ def test_the_watch_page_shows_each_move_as_it_arrives_and_survives_a_dropped_str
     last = service.version(match_id)
     assert version_of(page) == last
     assert page.evaluate(LOGGED) == [str(v) for v in range(1, last + 1)]
-    assert shown_table(page) == expected_table(service.replay_view(match_id, last))
+    assert shown_table(page) == expected_table(service.last_view(match_id))
     screenshots(page, "watch-over")
 
 
@@ -71,4 +71,4 @@ def test_the_watch_page_of_a_finished_match_shows_its_end(page: Page, service: S
     expect(page.locator("#connection")).to_have_attribute("data-state", "over")
     last = service.version(match_id)
     expect(page.locator("#table")).to_have_attribute("data-version", str(last))
-    assert shown_table(page) == expected_table(service.replay_view(match_id, last))
+    assert shown_table(page) == expected_table(service.last_view(match_id))
