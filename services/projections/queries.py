@@ -105,3 +105,27 @@ class Queries:
             for who, stats in table.items()
         ]
         return sorted(lines, key=lambda line: (-line.won, line.name, line.key))
+
+    async def result(self, who: str) -> ResultLine | None:
+        """One key's line of :meth:`results`, read from its own fields only; None when the
+        key has no record."""
+        fields = [f"{who}|{stat}" for stat in RESULT_STATS]
+        stats = dict.fromkeys(RESULT_STATS, 0)
+        found = False
+        latest: Named | None = None
+        for p in range(self.partitions):
+            key = self.checkpoints.key
+            values = await self.redis.hmget(key(self.results_name, p, "table"), fields)
+            for stat, value in zip(RESULT_STATS, values, strict=True):
+                if value is not None:
+                    found = True
+                    stats[stat] += int(value)
+            raw = await self.redis.hget(key(self.results_name, p, "names"), who)
+            if raw is not None:
+                seen = _NAMED.decode(raw)
+                if latest is None or seen.ts >= latest.ts:
+                    latest = seen
+        if not found:
+            return None
+        name = shown_name(who, latest.name if latest is not None else who)
+        return ResultLine(key=who, name=name, kind=kind_of(who), **stats)

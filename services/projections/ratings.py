@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import msgspec
 import structlog
@@ -57,6 +58,7 @@ class MatchResult(msgspec.Struct, frozen=True, kw_only=True):
     scores: tuple[int, ...]  # by side
     bots: tuple[str | None, ...] = ()  # each seat's house bot pool (MatchCreated.bots)
     accounts: tuple[str | None, ...] = ()  # each seat's account (MatchCreated.accounts)
+    reason: str | None = None  # how it ended (MatchEnded.reason); None in results kept before
 
     def keys(self) -> list[str]:
         """Each seat's identity (:func:`services.projections.identity.seat_key`)."""
@@ -99,6 +101,7 @@ def result_of(match_id: str, created: MatchCreated, ended: MatchEnded, ts: float
         scores=ended.scores,
         bots=created.bots,
         accounts=created.accounts,
+        reason=ended.reason,
     )
 
 
@@ -113,19 +116,53 @@ def ranks_of(result: MatchResult) -> list[int]:
     ]
 
 
+Key = tuple[str, str]
+"""A rating's owner: (family, identity)."""
+
+
+class RatingPoint(msgspec.Struct, frozen=True, kw_only=True):
+    """One identity's rating in a family just after a rated match."""
+
+    match_id: str
+    ended: float
+    family: str
+    mu: float
+    sigma: float
+    ordinal: float
+
+
+@dataclass(frozen=True, slots=True)
+class Standings:
+    """The ratings fold's outcome: the tables, how each identity's rating went, and the matches
+    each identity (guests too) played."""
+
+    table: list[Rating]  # by family, best first
+    history: dict[str, list[RatingPoint]]  # identity -> its rating after each rated match
+    played: dict[str, list[MatchResult]]  # identity -> its matches, in the order they ended
+
+
 def rate(results: Iterable[MatchResult], model: PlackettLuce | None = None) -> list[Rating]:
     """The tables after rating ``results`` in the order the matches ended: by family, best
     first."""
+    return standings(results, model).table
+
+
+def standings(results: Iterable[MatchResult], model: PlackettLuce | None = None) -> Standings:
+    """Rate ``results`` in the order the matches ended: the tables (as :func:`rate`), and each
+    identity's rating after every rated match it played and every match it played."""
     model = model or PlackettLuce()
-    Key = tuple[str, str]  # (family, identity)
     ratings: dict[Key, PlackettLuceRating] = {}
     counted: dict[Key, int] = {}
     won: dict[Key, int] = {}
     names: dict[str, str] = {}  # identity → the name it is shown as, the latest seen
+    history: dict[str, list[RatingPoint]] = {}
+    played: dict[str, list[MatchResult]] = {}
     for result in sorted(results, key=lambda r: (r.ended, r.match_id)):
         keys = result.keys()
         for key, played_as in zip(keys, result.players, strict=True):
             names[key] = shown_name(key, played_as)
+        for key in dict.fromkeys(keys):
+            played.setdefault(key, []).append(result)
         if result.winner is None or not all(rated(k) for k in keys):
             continue  # called off, or a guest at the table: unrated
         teams: list[list[Key]] = [[] for _ in result.scores]
@@ -150,6 +187,17 @@ def rate(results: Iterable[MatchResult], model: PlackettLuce | None = None) -> l
         for member, (side,) in sides_of.items():
             counted[member] += 1
             won[member] += side == result.winner
+            r = ratings[member]
+            history.setdefault(member[1], []).append(
+                RatingPoint(
+                    match_id=result.match_id,
+                    ended=result.ended,
+                    family=result.family,
+                    mu=r.mu,
+                    sigma=r.sigma,
+                    ordinal=r.ordinal(),
+                )
+            )
     table = [
         Rating(
             family=family,
@@ -163,7 +211,8 @@ def rate(results: Iterable[MatchResult], model: PlackettLuce | None = None) -> l
         )
         for (family, key), r in ratings.items()
     ]
-    return sorted(table, key=lambda row: (row.family, -row.ordinal, row.name, row.key))
+    table.sort(key=lambda row: (row.family, -row.ordinal, row.name, row.key))
+    return Standings(table=table, history=history, played=played)
 
 
 class RatingsProjector:
