@@ -26,9 +26,11 @@ from starlette.requests import Request as StarletteRequest
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from engine.game import decide
+from engine.game import decide, evolve
 from engine.rules import Family, NextLeader, Rules, RulesError
+from engine.state import MatchState
 from engine.strategy import STRATEGIES
+from engine.views import redact, view_for
 from events.codec import JSON
 from events.model import (
     Abort,
@@ -36,6 +38,7 @@ from events.model import (
     CancelMatch,
     CreateMatch,
     DrawTile,
+    MatchCreated,
     MatchEnded,
     Move,
     PassTurn,
@@ -60,6 +63,10 @@ from services.gateway.pages import Pages
 from services.gateway.players import Players
 from services.gateway.protocol import (
     API,
+    LISTED,
+    NAME_CHARS,
+    RECENT,
+    REPLAYED,
     AbortBody,
     CreateBody,
     DrawBody,
@@ -67,6 +74,12 @@ from services.gateway.protocol import (
     MoveBody,
     PassBody,
     PlayBody,
+    PlayerAnswer,
+    PlayerResults,
+    RatingsAnswer,
+    RecentMatch,
+    Replay,
+    ReplayFrame,
     ResignBody,
     RulesBody,
 )
@@ -83,8 +96,15 @@ from services.lobby.seeks import Group, Kind, Matchmaker, Seeks
 from services.lobby.tables import JoinError, Lobby, LobbyMatch, token_hash
 from services.metrics import GATEWAY_MOVES, GATEWAY_REQUESTS, Exporter, exposition, register
 from services.projections.accounts import AccountFeeds
+from services.projections.identity import kind_of, shown_name
 from services.projections.queries import Queries
-from services.projections.ratings import RatingsProjector, ratings_table
+from services.projections.ratings import (
+    MatchResult,
+    RatingsProjector,
+    Standings,
+    read_results,
+    standings,
+)
 from services.redis.connection import Client, detect_cluster, open_client, replica_reader
 from services.store.base import InvalidMatchId
 from services.store.keys import EXTERNAL, Keys, validate_match_id
@@ -101,13 +121,13 @@ _FAMILIES: dict[str, Family] = {"express": "express", "straight": "straight"}
 _NEXT_LEADERS: dict[str, NextLeader] = {"after_winner": "after_winner", "rotate": "rotate"}
 T = TypeVar("T")
 REDIS_CONNECTIONS = 256
-LISTED = 100
-"""The most matches one GET /matches lists: the latest live or finished."""
 SEATS_CACHED = 100_000
 """The most tokens a gateway process remembers the seats of."""
 """Account and play streams an account may have open at once (per gateway process)."""
 RATINGS_FRESH_S = 30.0
 """How long the seek queue uses a ratings table before reading it again."""
+STANDINGS_FRESH_S = 5.0
+"""How long the ratings and players pages are answered from one fold of the results."""
 READY_PING_S = 2.0
 """A Redis that does not answer a ping within this long leaves the gateway not ready."""
 _MOVES = {outcome: GATEWAY_MOVES.labels(outcome) for outcome in ("accepted", "rejected", "timeout")}
@@ -174,7 +194,9 @@ class Gateway:
         self._accounts: SeatCache[Account] = SeatCache(ttl_s=5.0, size=SEATS_CACHED)
         self._holders: SeatCache[str] = SeatCache(ttl_s=3600.0, size=SEATS_CACHED)
         self._ratings: dict[tuple[str, str], float] = {}
-        self._ratings_at = -RATINGS_FRESH_S
+        self._standings = Standings(table=[], history={}, played={})
+        self._standings_at = -RATINGS_FRESH_S
+        self._folding = asyncio.Lock()  # one fold of the results at a time
         self._running: _Running | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -837,14 +859,22 @@ class Gateway:
 
     async def rating_of(self, account_id: str, family: str) -> float:
         """The account's rating (ordinal) in a family; 0 for one not rated yet."""
-        now = time.monotonic()
-        if now - self._ratings_at > RATINGS_FRESH_S:
-            table = await ratings_table(
-                self.redis, RatingsProjector(self.store, self._checkpoints())
-            )
-            self._ratings = {(r.family, _rated_key(r)): r.ordinal for r in table}
-            self._ratings_at = now
+        await self.standings(RATINGS_FRESH_S)
         return self._ratings.get((family, account_id), 0.0)
+
+    async def standings(self, fresh_s: float) -> Standings:
+        """The ratings fold of every finished match's result, no older than ``fresh_s``
+        seconds: one fold at a time, shared by every caller, made off the event loop."""
+        if time.monotonic() - self._standings_at > fresh_s:
+            async with self._folding:
+                if time.monotonic() - self._standings_at > fresh_s:  # nobody did it meanwhile
+                    started = time.monotonic()
+                    projector = RatingsProjector(self.store, self._checkpoints())
+                    results = await read_results(self.redis, projector)
+                    folded = await asyncio.to_thread(standings, results)
+                    self._ratings = {(r.family, _rated_key(r)): r.ordinal for r in folded.table}
+                    self._standings, self._standings_at = folded, started
+        return self._standings
 
     def _checkpoints(self) -> RedisCheckpoints:
         return RedisCheckpoints(
@@ -889,18 +919,126 @@ class Gateway:
         return Response.json({"match_id": match_id, "status": "cancelled"})
 
     async def list_matches(self, request: Request) -> Response:
-        """GET /matches?status=open|live|finished."""
+        """GET /matches?status=open|live|finished[&limit=n][&family=f][&player=name]: the
+        oldest open matches, or the live or finished ones most recently updated."""
         status = request.query("status") or "open"
-        if status == "open":
-            rows = [m.public() for m in await self.lobby.open_matches()]
-        elif status in ("live", "finished"):
-            summaries = await Queries(self.redis, self.settings).matches(
-                finished=status == "finished", limit=LISTED
-            )
-            rows = [msgspec.to_builtins(s) for s in summaries]
-        else:
+        if status not in ("open", "live", "finished"):
             raise ApiError(422, "invalid_query", "status is open, live or finished")
+        limit = _count(request, "limit", 1, LISTED, LISTED)
+        family = request.query("family")
+        if family is not None and family not in _FAMILIES:
+            raise ApiError(422, "invalid_query", "family is express or straight")
+        player = request.query("player")
+        if player is not None and not 0 < len(player) <= NAME_CHARS:
+            raise ApiError(
+                422, "invalid_query", f"player is a name of 1 to {NAME_CHARS} characters"
+            )
+        rows: list[Any]
+        if status == "open":
+            waiting = [
+                m
+                for m in await self.lobby.open_matches()
+                if (family is None or m.rules.family == family)
+                and (player is None or player in m.names)
+            ]
+            rows = [m.public() for m in waiting[:limit]]
+        else:
+            summaries = [
+                s
+                for s in await Queries(self.redis, self.settings).matches(
+                    finished=status == "finished", limit=LISTED
+                )
+                if (family is None or s.family == family)
+                and (player is None or player in s.players)
+            ]
+            rows = [msgspec.to_builtins(s) for s in summaries[-limit:]]
         return Response.json({"status": status, "matches": rows})
+
+    async def replay(self, request: Request) -> Response:
+        """GET /matches/{id}/replay[?seat=k]: every event and the view after it, as everyone
+        or (the match over) as one seat saw them (C8). One read of the log, one fold."""
+        match_id = self._match_id(request)
+        seat = _count(request, "seat", 0, None, None)
+        version = await self.store.version(match_id)
+        if version == 0:
+            raise ApiError(404, "no_match", f"no match {match_id!r} (or it has not started)")
+        if version > REPLAYED:
+            raise ApiError(
+                413, "replay_too_long", f"the match has {version} events: {REPLAYED} at most"
+            )
+        envelopes = [
+            JSON.decode_envelope(r.data) for r in await self.store.read(match_id, 1, version)
+        ]
+        created = envelopes[0].event
+        if not isinstance(created, MatchCreated):
+            raise ApiError(404, "no_match", f"the log of {match_id!r} does not open a match")
+        over = isinstance(envelopes[-1].event, MatchEnded)
+        if seat is not None:
+            if seat >= created.rules.players:
+                raise ApiError(404, "no_such_seat", f"seat {seat} does not exist (C3)")
+            if not over:
+                raise ApiError(
+                    403, "match_not_over", "a seat's replay shows its hand: once the match is over"
+                )
+        frames: list[ReplayFrame] = []
+        state: MatchState | None = None
+        for env in envelopes:
+            state = evolve(state, env.event)
+            frames.append(
+                ReplayFrame(
+                    id=env.version, event=redact(env.event, seat), view=view_for(state, seat)
+                )
+            )
+            if env.version % 500 == 0:
+                await asyncio.sleep(0)  # a long match: let the streams have the loop a while
+        return Response.json(
+            Replay(
+                match_id=match_id,
+                seat=seat,
+                status="finished" if over else "live",
+                frames=frames,
+            )
+        )
+
+    async def ratings(self, request: Request) -> Response:
+        """GET /ratings?family=express|straight: a family's ratings table, best first."""
+        family = _FAMILIES.get(request.query("family") or "express")
+        if family is None:
+            raise ApiError(422, "invalid_query", "family is express or straight")
+        table = (await self.standings(STANDINGS_FRESH_S)).table
+        rows = [r for r in table if r.family == family]
+        return Response.json(RatingsAnswer(family=family, ratings=rows))
+
+    async def player(self, request: Request) -> Response:
+        """GET /players/{key}: an identity's results, ratings, their history and its latest
+        matches (key: an account id, house:<pool> or guest:<name>)."""
+        key: str = request.params["key"]
+        folded = await self.standings(STANDINGS_FRESH_S)
+        line = await Queries(self.redis, self.settings).result(key) if key else None
+        played = folded.played.get(key, [])
+        if line is None and not played:
+            raise ApiError(404, "no_player", f"no player {key!r} has played here")
+        if line is not None:
+            name = line.name
+        else:
+            last = played[-1]
+            name = shown_name(key, last.players[last.keys().index(key)])
+        results = PlayerResults()
+        if line is not None:
+            results = PlayerResults(
+                **{f: getattr(line, f) for f in PlayerResults.__struct_fields__}
+            )
+        return Response.json(
+            PlayerAnswer(
+                key=key,
+                name=name,
+                kind=kind_of(key),
+                results=results,
+                ratings=[r for r in folded.table if r.key == key],
+                history=folded.history.get(key, []),
+                recent=[_recent(r, key) for r in played[::-1][:RECENT]],
+            )
+        )
 
     async def get_match(self, request: Request) -> Response:
         """GET /matches/{id}: the lobby record and how far the match has got."""
@@ -1151,6 +1289,36 @@ def _command(
     return PassTurn(seat=seat)
 
 
+def _count(request: Request, name: str, low: int, high: int | None, default: T) -> int | T:
+    """The whole number query parameter ``name``, ``low`` to ``high``; ``default`` when it
+    is not given; 422 invalid_query for anything else."""
+    raw = request.query(name)
+    if raw is None:
+        return default
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 9:  # "²" is a digit to isdigit
+        raise ApiError(422, "invalid_query", f"{name} is a whole number")
+    value = int(raw)
+    if value < low or (high is not None and value > high):
+        upto = "" if high is None else f" to {high}"
+        raise ApiError(422, "invalid_query", f"{name} is {low}{upto}")
+    return value
+
+
+def _recent(result: MatchResult, key: str) -> RecentMatch:
+    """A finished match as an identity's latest matches list it."""
+    return RecentMatch(
+        match_id=result.match_id,
+        ended=result.ended,
+        family=result.family,
+        players=list(result.players),
+        seats=[s for s, k in enumerate(result.keys()) if k == key],
+        sides=list(result.sides),
+        scores=list(result.scores),
+        winner=result.winner,
+        reason=result.reason,
+    )
+
+
 def _rated_key(rating: Any) -> str:
     """The identity a ratings row is for (its account id, or house:<pool>)."""
     return str(getattr(rating, "key", rating.name))
@@ -1247,6 +1415,9 @@ def create_app(
         Route(m, Endpoint(gw.cancel_match), methods=["DELETE"]),
         Route(f"{m}/join", Endpoint(gw.join), methods=["POST"]),
         Route(f"{m}/stream", Endpoint(gw.spectate), methods=["GET"]),
+        Route(f"{m}/replay", Endpoint(gw.replay), methods=["GET"]),
+        Route(f"{API}/ratings", Endpoint(gw.ratings), methods=["GET"]),
+        Route(f"{API}/players/{{key:path}}", Endpoint(gw.player), methods=["GET"]),
         Route(*seat_stream, methods=["GET"]),
         Route(*moves, methods=["POST"]),
         Route(f"{API}/accounts", Endpoint(p.register), methods=["POST"]),

@@ -20,6 +20,10 @@ from events.model import MatchEnded, RoundEnded, TurnTimedOut
 from services.gateway.players import ArenaBody, ChallengeBody, EntrantBody, RegisterBody, SeekBody
 from services.gateway.protocol import (
     API,
+    LISTED,
+    NAME_CHARS,
+    RECENT,
+    REPLAYED,
     AccountAnswer,
     AccountLine,
     ArenaAnswer,
@@ -41,9 +45,12 @@ from services.gateway.protocol import (
     Me,
     MoveAnswer,
     MoveBody,
+    PlayerAnswer,
     PlayLine,
+    RatingsAnswer,
     Registered,
     RejectedError,
+    Replay,
     SeatOf,
     SeekAnswer,
     SeekList,
@@ -81,6 +88,10 @@ _STRUCTS: list[Any] = [
     TurnTimedOut,
     RoundEnded,
     MatchEnded,
+    # the pages' reads
+    Replay,
+    RatingsAnswer,
+    PlayerAnswer,
     # bots as players
     RegisterBody,
     ChallengeBody,
@@ -197,6 +208,12 @@ def _path(name: str, description: str) -> dict[str, Any]:
     }
 
 
+_FAMILY_FILTER = {
+    "name": "family",
+    "in": "query",
+    "description": "express (the default for ratings) or straight",
+    "schema": {"enum": ["express", "straight"]},
+}
 _MATCH = {"name": "match_id", "in": "path", "required": True, "schema": {"type": "string"}}
 _SEAT_NO = {"name": "seat", "in": "path", "required": True, "schema": {"type": "integer"}}
 _NAME = _path("name", "an account's name (or one too like it: names are unique by how they look)")
@@ -237,6 +254,15 @@ _STREAM_PARAMS = [
         "`turn_timed_out`, `round_ended` and `match_ended` (lines as `MinimalLine`)",
         "schema": {"enum": ["all", "minimal"]},
     },
+    {
+        "name": "views",
+        "in": "query",
+        "description": "1: a `snapshot` line (the receiver's view) after each batch of events "
+        "and after a resumed stream's backlog, and one last at the match's end; its "
+        "`deadline` is the seat to move's, whoever receives it. 0 (the default): none but a "
+        "fresh stream's first",
+        "schema": {"enum": ["0", "1"]},
+    },
 ]
 _UNTIL = {
     "name": "until",
@@ -273,19 +299,39 @@ def _paths() -> dict[str, Any]:
         f"{API}/matches": {
             "get": {
                 "summary": "List matches: open (waiting for players), live or finished",
+                "description": "Open matches oldest first; live and finished ones the most "
+                "recently updated, oldest of them first. The filters pick among the latest "
+                f"{LISTED} of each partition.",
                 "parameters": [
                     {
                         "name": "status",
                         "in": "query",
                         "schema": {"enum": ["open", "live", "finished"], "default": "open"},
-                    }
+                    },
+                    {
+                        "name": "limit",
+                        "in": "query",
+                        "description": "at most this many",
+                        "schema": {"type": "integer", "minimum": 1, "maximum": LISTED},
+                    },
+                    _FAMILY_FILTER,
+                    {
+                        "name": "player",
+                        "in": "query",
+                        "description": "only matches with a seat of this name, exactly",
+                        "schema": {"type": "string", "minLength": 1, "maxLength": NAME_CHARS},
+                    },
                 ],
                 "responses": {
                     "200": _json(
                         "the matches: lobby records (open), or summaries (live, finished)",
                         _ref("MatchList"),
                     ),
-                    "422": _error("an unknown status", "invalid_query"),
+                    "422": _error(
+                        "an unknown status or family, a limit out of 1 to "
+                        f"{LISTED}, or a player name too long",
+                        "invalid_query",
+                    ),
                     "503": _UNAVAILABLE,
                 },
             },
@@ -430,7 +476,7 @@ def _paths() -> dict[str, Any]:
                         "account_banned",
                     ),
                     "404": _error("no such match", "no_match"),
-                    "422": _error("an unknown format, events or until", "invalid_query"),
+                    "422": _error("an unknown format, events, until or views", "invalid_query"),
                     "429": _limited("streams_per_token", 1.0, "auth_failures"),
                     "503": _UNAVAILABLE,
                 },
@@ -513,8 +559,69 @@ def _paths() -> dict[str, Any]:
                     "200": _stream("the public lines (never a turn line)"),
                     "400": _error("a resume point that is no id of the match", "bad_resume"),
                     "404": _error("no such match", "no_match"),
-                    "422": _error("an unknown format or events", "invalid_query"),
+                    "422": _error("an unknown format, events or views", "invalid_query"),
                     "429": _limited("streams_per_client", 1.0),
+                    "503": _UNAVAILABLE,
+                },
+            }
+        },
+        f"{m}/replay": {
+            "get": {
+                "summary": "Replay a match: each event and the view just after it, as a "
+                "spectator sees them (C8) or, once the match is over, as one seat did",
+                "description": "Frame v's view is what `domino replay ID --at v [--seat K] "
+                f"--json` prints last. A log of more than {REPLAYED} events is not replayed "
+                "(413).",
+                "parameters": [
+                    _MATCH,
+                    {
+                        "name": "seat",
+                        "in": "query",
+                        "description": "the seat whose view to show (the match must be over)",
+                        "schema": {"type": "integer", "minimum": 0},
+                    },
+                ],
+                "responses": {
+                    "200": _json("every event, from 1, with the view after it", _ref("Replay")),
+                    "403": _error(
+                        "a seat's replay of a match not over (it would show a live hand)",
+                        "match_not_over",
+                    ),
+                    "404": _error(
+                        "no such match (or not started), or seat", "no_match", "no_such_seat"
+                    ),
+                    "413": _error(f"a log of more than {REPLAYED} events", "replay_too_long"),
+                    "422": _error("a seat that is no whole number", "invalid_query"),
+                    "503": _UNAVAILABLE,
+                },
+            }
+        },
+        f"{API}/ratings": {
+            "get": {
+                "summary": "A game family's ratings: accounts and house bot pools, best first",
+                "description": "Folded from every finished match's result in the order the "
+                "matches ended; the gateway answers from one fold for a few seconds.",
+                "parameters": [_FAMILY_FILTER],
+                "responses": {
+                    "200": _json("the family's table", _ref("RatingsAnswer")),
+                    "422": _error("an unknown family", "invalid_query"),
+                    "503": _UNAVAILABLE,
+                },
+            }
+        },
+        f"{API}/players/{{key}}": {
+            "get": {
+                "summary": "One player: its results, ratings, their history and its latest "
+                f"{RECENT} matches",
+                "parameters": [
+                    _path(
+                        "key",
+                        "an account id, house:<pool> or guest:<name>, URL-encoded",
+                    )
+                ],
+                "responses": {
+                    "200": _json("the player", _ref("PlayerAnswer")),
+                    "404": _error("nobody of that key has played here", "no_player"),
                     "503": _UNAVAILABLE,
                 },
             }

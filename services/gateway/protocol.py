@@ -34,14 +34,24 @@ from domino_sdk.protocol import PlayBody as PlayBody
 from domino_sdk.protocol import ResignBody as ResignBody
 from domino_sdk.protocol import RulesBody as RulesBody
 
-from engine.rules import Rules
+from engine.rules import Family, Rules
 from engine.views import View
 from events.model import AnyEvent, EndReason
 from services.lobby.arena import Format
 from services.lobby.arenas import Status as ArenaStatus
+from services.projections.ratings import Rating, RatingPoint
 
 API = "/api/v1"
 """Where every path of the protocol starts."""
+LISTED = 100
+"""The most matches one GET /matches lists: the latest live or finished."""
+REPLAYED = 10_000
+"""The longest log GET /matches/{id}/replay answers (413 beyond: longer than any match the
+gateway's round cap lets be played)."""
+RECENT = 20
+"""The most matches GET /players/{key} lists of an identity."""
+NAME_CHARS = 64
+"""The longest player name a filter of GET /matches may ask for."""
 
 
 class Snapshot(msgspec.Struct, frozen=True, kw_only=True, tag="snapshot", tag_field="type"):
@@ -227,6 +237,72 @@ class TooLargeError(msgspec.Struct, frozen=True, kw_only=True):
     limit: Literal["body_bytes"]
     max: int
     message: str
+
+
+# -- the pages' reads: replays, ratings, players ----------------------------------------------
+
+
+class ReplayFrame(msgspec.Struct, frozen=True, kw_only=True):
+    """Event number ``id`` as the replay's receiver may see it (C8), and its view just after."""
+
+    id: int
+    event: AnyEvent
+    view: View
+
+
+class Replay(msgspec.Struct, frozen=True, kw_only=True):
+    """200 to GET /matches/{match_id}/replay: every event and the view after it, as everyone
+    (``seat`` None) or, once the match is over, as one seat saw it."""
+
+    match_id: str
+    seat: int | None
+    status: Literal["live", "finished"]
+    frames: list[ReplayFrame]
+
+
+class RatingsAnswer(msgspec.Struct, frozen=True, kw_only=True):
+    """200 to GET /ratings: a family's table, best first."""
+
+    family: Family
+    ratings: list[Rating]
+
+
+class PlayerResults(msgspec.Struct, frozen=True, kw_only=True):
+    """An identity's record over its finished matches (the results projection)."""
+
+    played: int = 0  # matches played to their end
+    won: int = 0
+    points_for: int = 0
+    points_against: int = 0
+    aborted: int = 0  # called off, not counted as played
+    cancelled: int = 0
+
+
+class RecentMatch(msgspec.Struct, frozen=True, kw_only=True):
+    """One finished match of an identity: who played, its seats, and how it ended."""
+
+    match_id: str
+    ended: float  # seconds since the epoch
+    family: str
+    players: list[str]  # by seat
+    seats: list[int]  # the seats the identity held
+    sides: list[int]  # each seat's side (every seat of the match, as players)
+    scores: list[int]  # by side
+    winner: int | None  # the winning side; None: called off
+    reason: str | None  # how it ended (MatchEnded.reason)
+
+
+class PlayerAnswer(msgspec.Struct, frozen=True, kw_only=True):
+    """200 to GET /players/{key}: an identity's record, ratings, their history and its latest
+    matches."""
+
+    key: str  # an account id, house:<pool> or guest:<name>
+    name: str
+    kind: Literal["account", "house", "guest"]
+    results: PlayerResults
+    ratings: list[Rating]  # one per family it is rated in
+    history: list[RatingPoint]  # its rating after each rated match, oldest first
+    recent: list[RecentMatch]  # newest first
 
 
 # -- accounts, challenges, seeks, arenas -------------------------------------------------------
