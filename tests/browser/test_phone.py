@@ -90,6 +90,10 @@ def test_the_lobby_watch_and_play_pages_fit_a_phone_and_play_by_keyboard(
         expect(hand).to_have_count(page.locator("#hand .tile-button").count())
         assert hand.count() > 0
         if moves == 0:  # the other seat's tiles, face down while the round is played (C8)
+            buttons = page.locator("#hand .tile-button").evaluate_all(
+                "bs => bs.map(b => [b.classList.contains('legal'), b.ariaDisabled])"
+            )
+            assert all(disabled == str(not legal).lower() for legal, disabled in buttons)
             expect(page.get_by_role("img", name="hidden tile").first).to_be_attached()
             expect(page.get_by_role("button", name=re.compile("draw", re.I))).to_have_count(1)
             expect(page.get_by_role("button", name=re.compile("pass", re.I))).to_have_count(1)

@@ -69,6 +69,7 @@ def test_a_person_plays_a_whole_match_against_a_house_bot_by_clicking(
     ends when a side reaches the target (C9) and its log passes `domino verify`."""
     match_id = start_against_the_bots(page, "Ana", target=10)
     expect(page.locator("#connection")).to_have_attribute("data-state", "live")
+    expect(page.locator("#result")).to_be_hidden()
 
     page.wait_for_function(MY_TURN_OR_OVER)
     if not page.locator("#result").is_visible():

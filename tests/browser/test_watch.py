@@ -26,9 +26,9 @@ def test_the_watch_page_shows_each_move_as_it_arrives_and_survives_a_dropped_str
     page: Page, service: Service, relay: Relay
 ) -> None:
     """Moves appear as they are made; while the browser is offline the page says it is
-    reconnecting, then resumes where it was: at the end it shows the match's last position,
-    every event logged once and in order (C9: the match ends when a side reaches the target)."""
-    player = service.steady_match(pace=0.2, target=50, start=False)
+    reconnecting, then resumes where it was: at the end (a resignation) it shows the match's
+    last position, every event logged once and in order."""
+    player = service.steady_match(pace=0.2, target=100, start=False)
     match_id = player.match_id
     page.goto(f"{relay.url}/watch/{match_id}")
     expect(page.locator("#page")).to_have_attribute("data-page", "watch")
@@ -53,8 +53,14 @@ def test_the_watch_page_shows_each_move_as_it_arrives_and_survives_a_dropped_str
     assert service.version(match_id) > cut_at, "the match did not move on while offline"
     page.context.set_offline(False)
     expect(page.locator("#connection")).to_have_attribute("data-state", "live")
+    back_at = version_of(page)
+    assert back_at > cut_at  # what was played meanwhile, caught up
+    page.wait_for_function(
+        "v => Number(document.querySelector('#table').dataset.version) > v", arg=back_at
+    )
+    player.stopped.set()  # it resigns: the match ends
 
-    expect(page.locator("#result")).to_be_visible(timeout=90_000)
+    expect(page.locator("#result")).to_be_visible()
     expect(page.locator("#connection")).to_have_attribute("data-state", "over")
     last = service.version(match_id)
     assert version_of(page) == last
