@@ -92,8 +92,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """Keep each phase's report on the test, so its pages know whether it failed."""
+    """Keep each phase's report on the test, so its pages know whether it failed; and place
+    every skip for want of a Chromium here, so that -ra prints its reason once."""
     report: pytest.TestReport = yield
+    if report.skipped and isinstance(report.longrepr, tuple) and NO_CHROMIUM in report.longrepr[2]:
+        report.longrepr = (__file__, 0, report.longrepr[2])  # -ra folds them into one line
     item.stash.setdefault(REPORTS, {})[report.when] = report
     return report
 
