@@ -95,6 +95,16 @@ class Service:
         token: str = r.json()["token"]
         return token
 
+    def resign(self, match_id: str, seat: int, token: str) -> None:
+        """Concede a match for a seat (so that a test leaves no match waiting on it)."""
+        r = httpx.post(
+            f"{self.url}{API}/matches/{match_id}/seats/{seat}/moves",
+            json={"type": "resign"},
+            headers={"authorization": f"Bearer {token}", "idempotency-key": "resign"},
+            timeout=10.0,
+        )
+        assert r.status_code in (200, 201, 202), r.text
+
     def steady_match(
         self, pace: float, *, family: str = "express", target: int = 20, start: bool = True
     ) -> Steady:

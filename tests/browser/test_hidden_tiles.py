@@ -89,7 +89,7 @@ def test_a_spectator_s_pages_never_receive_a_hidden_tile_over_a_whole_match(
     """C8: everything the watch page and the live replay page receive over a whole Straight
     match (draws included, S3) hides every hand until its round ends, the stock, and every
     drawn tile; and no seat's hand is ever shown face up while a round is played."""
-    player = service.steady_match(pace=0.15, family="straight", target=20, start=False)
+    player = service.steady_match(pace=0.1, family="straight", target=100, start=False)
     match_id = player.match_id
     watch = browse()
     watched = collect(watch)

@@ -35,13 +35,14 @@ def test_the_ratings_list_the_house_bots_and_a_player_page_charts_its_rating(
     best first, and a player's page charts its rating after each match and lists its recent
     matches, each linked to its replay (C9: a match counts once it has ended)."""
     rated(service, GREEDY, len(finished.all))
+    before = [r["key"] for r in service.get("/ratings", family="express")["ratings"]]
     page.goto("/players")
     expect(page.locator("#page")).to_have_attribute("data-page", "players")
     ratings = page.locator("#ratings tr[data-key]")
     expect(ratings.first).to_be_visible()
     keys = ratings.evaluate_all("rows => rows.map(r => r.dataset.key)")
     expected = [r["key"] for r in service.get("/ratings", family="express")["ratings"]]
-    assert keys == expected
+    assert keys in (before, expected)  # a match finishing meanwhile may move them
     assert {GREEDY, "house:random"} <= set(keys)
     screenshots(page, "players")
 
