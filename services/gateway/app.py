@@ -126,6 +126,8 @@ SEATS_CACHED = 100_000
 """Account and play streams an account may have open at once (per gateway process)."""
 RATINGS_FRESH_S = 30.0
 """How long the seek queue uses a ratings table before reading it again."""
+KEY_CHARS = 6 + NAME_CHARS
+"""The longest player key: guest: and a name (an account id, house: and a pool are shorter)."""
 STANDINGS_FRESH_S = 5.0
 """How long the ratings and players pages are answered from one fold of the results."""
 READY_PING_S = 2.0
@@ -1013,8 +1015,10 @@ class Gateway:
         """GET /players/{key}: an identity's results, ratings, their history and its latest
         matches (key: an account id, house:<pool> or guest:<name>)."""
         key: str = request.params["key"]
+        if not 0 < len(key) <= KEY_CHARS:  # no key is longer: nothing to look up
+            raise ApiError(404, "no_player", "no player has a key like that")
         folded = await self.standings(STANDINGS_FRESH_S)
-        line = await Queries(self.redis, self.settings).result(key) if key else None
+        line = await Queries(self.redis, self.settings).result(key)
         played = folded.played.get(key, [])
         if line is None and not played:
             raise ApiError(404, "no_player", f"no player {key!r} has played here")
