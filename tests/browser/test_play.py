@@ -26,6 +26,18 @@ MOVED_OR_ASKS_AN_END = """v => {
 }"""
 
 
+FORKED = """() => {
+  const ends = [...document.querySelectorAll('#ends li.end')]
+    .map((e) => [e.dataset.end, e.dataset.number]);
+  for (const b of document.querySelectorAll('#hand .tile-button.legal')) {
+    const [x, y] = b.dataset.tile.split('-');
+    const fits = ends.filter(([, n]) => n === x || n === y).map(([end]) => end);
+    if (fits.length >= 2) return [b.dataset.tile, fits];
+  }
+  return null;
+}"""
+
+
 def start_against_the_bots(page: Page, name: str, target: int) -> str:
     """Fill in the lobby's "Play the bots" form (Express, two players, against random) and
     start; the new match's id, once its play page is open."""
@@ -48,12 +60,19 @@ def version_of(page: Page) -> str:
 
 
 def play_one_move(page: Page) -> None:
-    """Click the first legal control, and the first end offered if the tile fits several;
-    return once the page shows the move made."""
+    """Click a legal control: a tile that fits two ends if there is one (each end is a move of
+    its own, C6: the page must ask which, offering exactly those ends), else the first; return
+    once the page shows the move made."""
     before = version_of(page)
-    page.locator(LEGAL).first.click()
+    forked = page.evaluate(FORKED)
+    button = page.locator(f"#hand .tile-button.legal[data-tile='{forked[0]}']") if forked else None
+    (button or page.locator(LEGAL)).first.click()
     page.wait_for_function(MOVED_OR_ASKS_AN_END, arg=before)
     choices = page.locator("#end-choices button[data-end]")
+    if forked:
+        expect(choices).to_have_count(len(forked[1]))
+        offered = choices.evaluate_all("bs => bs.map(b => b.dataset.end)")
+        assert sorted(offered) == sorted(forked[1])
     if version_of(page) == before and choices.first.is_visible():
         choices.first.click()
     page.wait_for_function(
