@@ -3,9 +3,10 @@
 
 Chromium is looked for in DOMINO_CHROMIUM, then on PATH (chromium, chromium-browser,
 google-chrome); without one every test here is skipped with one message saying how to get it.
-Each test gets a fresh browser context (nothing shared: cookies, sessionStorage); a failed
-test leaves a screenshot of its pages in tests/browser/artifacts/, and the stack's processes
-write their logs to tests/browser/artifacts/stack/.
+The browser and the stack live while this directory's tests run (package scope), not for the
+rest of a whole-suite run. Each test gets a fresh browser context (nothing shared: cookies,
+sessionStorage); a failed test leaves a screenshot of its pages in tests/browser/artifacts/,
+and the stack's processes write their logs to tests/browser/artifacts/stack/.
 """
 
 from __future__ import annotations
@@ -104,9 +105,9 @@ def pytest_runtest_makereport(
 REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Browser]:
-    """One headless Chromium for the session."""
+    """One headless Chromium for these tests."""
     path = find_chromium()
     assert path is not None  # the tests were skipped otherwise
     for stale in ARTIFACTS.glob("failed-*.png"):
@@ -119,7 +120,7 @@ def browser() -> Iterator[Browser]:
             chromium.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def service(node_redis_url: str) -> Iterator[Service]:
     """Referee, random and greedy house bots, projector and one gateway with limits no person
     meets, on the session's Redis node (the pages do not depend on Redis's topology)."""
@@ -226,7 +227,7 @@ class Finished:
         return (self.replayed, *self.others)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def finished(service: Service) -> Finished:
     """A few finished house-bot matches: one of several rounds to replay, and enough for the
     ratings to have a history."""
