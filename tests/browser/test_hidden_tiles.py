@@ -54,7 +54,8 @@ def documents(responses: list[Response]) -> Iterator[tuple[str, Any]]:
 
 def leaks(doc: Any, where: str = "") -> Iterator[str]:
     """Every place in a received document where a spectator would learn a hidden tile (C8):
-    a hand, the stock, a drawn tile or a legal move. Only a round's end reveals the hands."""
+    a hand, the stock, the deal's seed (F1), a drawn tile or a legal move. Only a round's end
+    reveals the hands and the seed."""
     if isinstance(doc, list):
         for i, item in enumerate(doc):
             yield from leaks(item, f"{where}[{i}]")
@@ -69,7 +70,7 @@ def leaks(doc: Any, where: str = "") -> Iterator[str]:
     if kind == "round_started":
         if any(h is not None for h in doc.get("hands") or ()):
             yield f"{where}.hands: {doc['hands']}"
-        for key in ("stock", "forced_lead"):
+        for key in ("stock", "forced_lead", "seed", "salt"):  # the seed gives the deal away
             if doc.get(key) is not None:
                 yield f"{where}.{key}: {doc[key]}"
     if kind == "tile_drawn" and doc.get("tile") is not None:
@@ -87,8 +88,9 @@ def test_a_spectator_s_pages_never_receive_a_hidden_tile_over_a_whole_match(
     browse: Callable[..., Page], service: Service
 ) -> None:
     """C8: everything the watch page and the live replay page receive over a whole Straight
-    match (draws included, S3) hides every hand until its round ends, the stock, and every
-    drawn tile; and no seat's hand is ever shown face up while a round is played."""
+    match (draws included, S3) hides every hand and the deal's seed (F1) until its round ends,
+    the stock, and every drawn tile; and no seat's hand is shown face up while a round is
+    played."""
     player = service.steady_match(pace=0.1, family="straight", target=100, start=False)
     match_id = player.match_id
     watch = browse()
