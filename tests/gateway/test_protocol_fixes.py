@@ -141,7 +141,7 @@ def test_the_documented_curl_session_runs_as_written_on_any_deal(gateways: Gatew
         match_id = re.findall(r"^MATCH=(m-\w+)$", out, flags=re.M)[-1]
         lines = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
         turns = [x for x in lines if x.get("type") == "turn"]
-        assert len(turns) == 2 and all(t["view"]["legal"] for t in turns)  # steps 3 and 5
+        assert len(turns) == 2 and all(t["view"]["legal"] for t in turns), out  # steps 3, 5
         leaders.add("we" if turns[0]["id"] == 2 else "the bot")
         answers = [x for x in lines if "accepted" in x or "error" in x]
         assert answers[0] == {"accepted": True, "version": turns[0]["id"] + 1, "replayed": False}
