@@ -191,7 +191,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         Var(
             "DOMINO_BOT_PACE_MS",
             "house bots wait this long before answering their turns: a pace people can watch"
-            " (`domino demo` sets 300)",
+            " (`domino demo` sets 100)",
         ),
     ] = 0
     max_command_bytes: Annotated[

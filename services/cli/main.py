@@ -601,7 +601,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--matches", type=int, default=8)
     p.add_argument("--timeout", type=float, default=300.0, help="give up after this many s")
     p.add_argument(
-        "--pace-ms", type=int, default=300, help="bots wait this long a turn (0: full speed)"
+        "--pace-ms", type=int, default=100, help="bots wait this long a turn (0: full speed)"
     )
     p.add_argument(
         "--gateway",
