@@ -14,7 +14,6 @@ import pytest
 
 from engine import fairness
 from engine.fairness import Draws, commitment, seeded_deal
-from engine.game import decide, evolve, legal_moves
 from engine.rules import Rules
 from engine.state import MatchState
 from engine.tiles import full_set, parse_tile
@@ -25,15 +24,14 @@ from events.model import (
     AnyCommand,
     AnyEvent,
     CancelMatch,
-    CreateMatch,
     DealRound,
-    Rejection,
     Resign,
     RoundEnded,
     RoundStarted,
 )
 from services.core.dealer import deal
 from tests.engine.helpers import Table
+from tests.support.matches import random_match
 
 pytestmark = pytest.mark.engine
 
@@ -237,26 +235,6 @@ def test_redact_hides_the_seed_from_everyone_until_the_round_ends() -> None:
 # --- the check of a log -----------------------------------------------------------------------
 
 
-def play(rules: Rules, seed: int) -> list[AnyEvent]:
-    """A whole match of random legal moves, each round dealt by the service's dealer."""
-    rng = random.Random(seed)
-    command: AnyCommand = CreateMatch(rules=rules, players=tuple("abcd"[: rules.players]))
-    state: MatchState | None = None
-    log: list[AnyEvent] = []
-    while state is None or state.phase != "over":
-        result = decide(state, command)
-        assert not isinstance(result, Rejection), result
-        for event in result:
-            state = evolve(state, event)
-        log.extend(result)
-        assert state is not None
-        if state.phase == "dealing":
-            command = deal(rules, rng)
-        elif state.phase == "playing":
-            command = rng.choice(legal_moves(state))
-    return log
-
-
 STRAIGHT = Rules.make("straight", players=3, target=150)
 EXPRESS = Rules.make("express", players=4, target=60)
 
@@ -272,7 +250,7 @@ def test_every_round_of_an_honest_match_checks_out_whole_and_as_a_spectator_sees
 ) -> None:
     """F1: each round's revealed seed hashes to its commitment and deals what was played."""
     for seed in range(3):
-        log = play(rules, seed)
+        log = random_match(rules, seed)
         assert fairness.check(log) is None
         assert fairness.check(public(log)) is None
         assert fairness.check(log, public=True) is None
@@ -304,7 +282,7 @@ def _tamper(log: list[AnyEvent], at: int, **changes: object) -> list[AnyEvent]:
 
 def test_two_tiles_swapped_between_hands_are_caught_naming_the_round() -> None:
     """F1: the recorded hands are not the seed's."""
-    log = play(STRAIGHT, 1)
+    log = random_match(STRAIGHT, 1)
     at = _first(log, RoundStarted, 2)
     started = log[at]
     assert isinstance(started, RoundStarted) and started.hands[0] and started.hands[1]
@@ -318,7 +296,7 @@ def test_two_tiles_swapped_between_hands_are_caught_naming_the_round() -> None:
 
 def test_a_stock_reordered_is_caught_naming_the_round() -> None:
     """F1: the stock's order is the seed's, front first."""
-    log = play(STRAIGHT, 2)
+    log = random_match(STRAIGHT, 2)
     at = _first(log, RoundStarted, 1)
     started = log[at]
     assert isinstance(started, RoundStarted) and started.stock
@@ -331,7 +309,7 @@ def test_a_stock_reordered_is_caught_naming_the_round() -> None:
 
 def test_a_changed_salt_in_the_reveal_is_caught_whole_and_in_public() -> None:
     """F1: the revealed seed and salt must hash to the commitment made at the deal."""
-    log = play(EXPRESS, 0)
+    log = random_match(EXPRESS, 0)
     at = _first(log, RoundEnded, 1)
     ended = log[at]
     assert isinstance(ended, RoundEnded) and ended.salt
@@ -346,7 +324,7 @@ def test_a_changed_salt_in_the_reveal_is_caught_whole_and_in_public() -> None:
 def test_a_deal_not_from_the_committed_seed_is_caught_by_a_spectator() -> None:
     """F1, public check: a referee that commits to a seed, then deals other hands, shows at
     the round's end hands and plays the seed's deal cannot account for."""
-    log = play(STRAIGHT, 3)
+    log = random_match(STRAIGHT, 3)
     at_start, at_end = _first(log, RoundStarted, 1), _first(log, RoundEnded, 1)
     seed, salt = bytes(32), bytes(16)  # a seed whose commitment is honest, but not this deal's
     forged = _tamper(log, at_start, commitment=commitment(seed, salt))

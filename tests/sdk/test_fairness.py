@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import random
 
 import domino_sdk
 import msgspec
@@ -15,13 +14,11 @@ import pytest
 from domino_sdk.fairness import check_public, commitment, seeded_deal
 
 from engine import fairness
-from engine.game import decide, evolve, legal_moves
 from engine.rules import Rules
-from engine.state import MatchState
 from engine.views import redact
 from events.codec import JSON
-from events.model import AnyCommand, AnyEvent, CreateMatch, Rejection, RoundEnded, RoundStarted
-from services.core.dealer import deal
+from events.model import AnyEvent, RoundEnded, RoundStarted
+from tests.support.matches import random_match
 
 pytestmark = pytest.mark.service
 
@@ -55,26 +52,6 @@ def test_the_sdk_and_the_server_deal_the_same_from_every_seed(top: int) -> None:
         assert commitment(seed, salt) == fairness.commitment(seed, salt)
 
 
-def _play(rules: Rules, seed: int) -> list[AnyEvent]:
-    """A whole match of random legal moves, every round dealt by the service's dealer."""
-    rng = random.Random(seed)
-    command: AnyCommand = CreateMatch(rules=rules, players=tuple("abcd"[: rules.players]))
-    state: MatchState | None = None
-    log: list[AnyEvent] = []
-    while state is None or state.phase != "over":
-        result = decide(state, command)
-        assert not isinstance(result, Rejection), result
-        for event in result:
-            state = evolve(state, event)
-        log.extend(result)
-        assert state is not None
-        if state.phase == "dealing":
-            command = deal(rules, rng)
-        elif state.phase == "playing":
-            command = rng.choice(legal_moves(state))
-    return log
-
-
 def _stream(log: list[AnyEvent], seat: int | None = None) -> list[bytes]:
     """The event lines a stream sends ``seat`` (None: a spectator), as JSON (C8)."""
     return [
@@ -97,7 +74,7 @@ def test_a_spectators_stream_of_an_honest_match_checks_out_as_dicts_and_as_sdk_t
 ) -> None:
     """F1: every revealed round checks out; a seat's own stream does too."""
     for seed in range(3):
-        log = _play(rules, seed)
+        log = random_match(rules, seed)
         lines = _stream(log)
         assert check_public([json.loads(line) for line in lines]) is None
         assert check_public([domino_sdk.decode_line(line) for line in lines]) is None
@@ -125,7 +102,7 @@ def _tampered(log: list[AnyEvent], kind: str, round_: int) -> list[AnyEvent]:
 @pytest.mark.parametrize("kind", ["salt", "seed"])
 def test_the_sdk_names_the_round_the_server_names_in_a_tampered_stream(kind: str) -> None:
     """F1: a changed salt, or a seed that did not deal the round, fails both checks there."""
-    log = _play(RULE_SETS[0], 5)
+    log = random_match(RULE_SETS[0], 5)
     tampered = _tampered(log, kind, 2)
     server = fairness.check([redact(e, None) for e in tampered])
     sdk = check_public([json.loads(line) for line in _stream(tampered)])
