@@ -80,6 +80,7 @@ def test_domino_up_cluster_serves_metrics_and_domino_status_reads_the_cluster(
             time.sleep(0.2)
         created = domino(tmp_path, "create", "--players", "2", "--seats", "random,random")
         assert created.returncode == 0, created.stderr
+        deadline = time.monotonic() + 60  # for the processes to start, lease and play
         status: dict[str, object] = {}
         while time.monotonic() < deadline:
             run = domino(tmp_path, "status", "--json", "--interval", "0.5")
