@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from engine.strategy import STRATEGIES
 from events.codec import JSON
 from events.model import MatchCreated
 from services.cli.supervisor import Stack
@@ -118,7 +117,6 @@ def test_a_short_partnership_tournament_turns_the_seats_and_prints_standings(
     }
 
 
-@pytest.mark.skipif("search" not in STRATEGIES, reason="search is not in engine.strategy yet")
 def test_search_beats_greedy_in_a_short_tournament_through_the_service(
     redis_url: str, settings: Settings, tmp_path: Path
 ) -> None:
