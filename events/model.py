@@ -251,6 +251,7 @@ Reason = Literal[
     "bad_players",
     "bad_rules",
     "stale_timeout",
+    "late",
     "too_late_to_abort",
     "bad_command",
     "conflict",

@@ -22,6 +22,8 @@ T = TypeVar("T", bound=msgspec.Struct)
 
 DEFAULT_DATA_DIR = ".domino/redis"
 """Where an embedded Redis keeps its append-only file, relative to the working directory."""
+DEFAULT_ARCHIVE = ".domino/archive"
+"""Where finished matches are archived, relative to the working directory."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +178,15 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         int,
         Var("DOMINO_LEASE_MS", "a referee's hold on its partitions lasts this long unrenewed"),
     ] = 10000
+    stall_ms: Annotated[
+        int,
+        Var(
+            "DOMINO_STALL_MS",
+            "a gap this long in the checks of a partition's deadlines (Redis paused, its"
+            " referee stalled or gone) is not charged to the players: every deadline there is"
+            " pushed back by it",
+        ),
+    ] = 1000
     watch_ms: Annotated[
         int,
         Var(
@@ -208,6 +219,53 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     metrics_host: Annotated[
         str, Var("DOMINO_METRICS_HOST", "address the metrics port listens on")
     ] = "127.0.0.1"
+    archive: Annotated[
+        str | None,
+        Var(
+            "DOMINO_ARCHIVE",
+            "where finished matches go after `DOMINO_ARCHIVE_AFTER_S`: a directory shared by"
+            " every process, or `s3://bucket/prefix` (an S3-compatible store; the `s3` extra)",
+            unset=f"`{DEFAULT_ARCHIVE}`",
+        ),
+    ] = None
+    archive_s3_endpoint: Annotated[
+        str | None,
+        Var(
+            "DOMINO_ARCHIVE_S3_ENDPOINT",
+            "the S3-compatible server of an `s3://` archive",
+            unset="AWS's, as boto3 finds it",
+        ),
+    ] = None
+    archive_after_s: Annotated[
+        float,
+        Var(
+            "DOMINO_ARCHIVE_AFTER_S",
+            "a finished match stays in Redis this long, then moves to the archive (0: never)",
+        ),
+    ] = 3600.0
+    dedupe_keep_s: Annotated[
+        float,
+        Var(
+            "DOMINO_DEDUPE_KEEP_S",
+            "a finished match's command ids are kept this long, so a late retry of its last"
+            " moves is still answered as replayed",
+        ),
+    ] = 300.0
+    log_keep_s: Annotated[
+        float,
+        Var(
+            "DOMINO_LOG_KEEP_S",
+            "the notification log keeps at least this much of its latest history, beyond"
+            " what every projection has read",
+        ),
+    ] = 60.0
+    trim_every_s: Annotated[
+        float,
+        Var(
+            "DOMINO_TRIM_EVERY_S",
+            "how often streams are trimmed and finished matches archived",
+        ),
+    ] = 5.0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -220,11 +278,26 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             )
         if settings.watch_ms < 100:
             raise ConfigError("DOMINO_WATCH_MS must be at least 100 (a tenth of a second)")
+        if settings.stall_ms < 300:
+            raise ConfigError(
+                "DOMINO_STALL_MS must be at least 300: the deadlines are checked every 50 ms,"
+                " and their last check is written every 250 ms"
+            )
         if not 0 <= settings.bot_pace_ms <= 60_000:
             raise ConfigError("DOMINO_BOT_PACE_MS is 0 to 60000 milliseconds")
         if not 0 <= settings.metrics_port <= 65535:
             raise ConfigError("DOMINO_METRICS_PORT is a port: 0 to 65535 (0: none)")
+        if min(settings.archive_after_s, settings.dedupe_keep_s, settings.log_keep_s) < 0:
+            raise ConfigError(
+                "DOMINO_ARCHIVE_AFTER_S, DOMINO_DEDUPE_KEEP_S and DOMINO_LOG_KEEP_S are ≥ 0"
+            )
+        if not 0.05 <= settings.trim_every_s <= 3600:
+            raise ConfigError("DOMINO_TRIM_EVERY_S is 0.05 to 3600 seconds")
         return settings
+
+    def archive_at(self) -> str:
+        """Where the archive is: the setting, else the default directory."""
+        return self.archive or DEFAULT_ARCHIVE
 
 
 ENV: dict[str, str] = env_names(Settings)

@@ -76,6 +76,12 @@ COMMAND_TO_TURN = _histogram(
 DECIDE = _histogram("domino_decide_seconds", "Deciding one batch of commands")
 APPEND = _histogram("domino_append_seconds", "One batch's append round trip")
 LEASES_HELD = _gauge("domino_leases_held", "Partitions this referee holds", ["holder"])
+DEADLINE_STALLS = _counter(
+    "domino_deadline_stalls_total",
+    "Gaps in a partition's deadline checks longer than DOMINO_STALL_MS, each made up for by"
+    " pushing the partition's deadlines back",
+    ["partition"],
+)
 LIVE_MATCHES = _gauge("domino_live_matches", "Matches on the watch lists of the held partitions")
 DEAD_LETTERS = _gauge("domino_dead_letters", "Entries on the dead-letter stream")
 
@@ -121,6 +127,13 @@ GATEWAY_RATE_LIMITED = _counter(
 GATEWAY_MOVES = _counter(
     "domino_gateway_moves_total", "Moves posted: accepted, rejected or timeout", ["outcome"]
 )
+GATEWAY_CONNECTIONS = _gauge("domino_gateway_connections", "Client connections open now")
+GATEWAY_CONNECTIONS_CLOSED = _counter(
+    "domino_gateway_connections_closed_total",
+    "Client connections the gateway closed: idle, head_timeout, head_too_large, body_timeout "
+    "or over_cap",
+    ["reason"],
+)
 
 GROUPS: dict[str, tuple[Collector, ...]] = {
     "referee": (
@@ -130,6 +143,7 @@ GROUPS: dict[str, tuple[Collector, ...]] = {
         DECIDE,
         APPEND,
         LEASES_HELD,
+        DEADLINE_STALLS,
         LIVE_MATCHES,
         DEAD_LETTERS,
         CONSUMER_LAG,
@@ -143,6 +157,8 @@ GROUPS: dict[str, tuple[Collector, ...]] = {
         GATEWAY_OPEN_STREAMS,
         GATEWAY_RATE_LIMITED,
         GATEWAY_MOVES,
+        GATEWAY_CONNECTIONS,
+        GATEWAY_CONNECTIONS_CLOSED,
     ),
 }
 """The metrics of each kind of process."""

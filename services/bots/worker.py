@@ -24,6 +24,7 @@ from services.core.worker import GroupWorker
 from services.metrics import BOT_THINK, BOT_TURNS
 from services.redis.connection import Client
 from services.redis.lua import LuaScript
+from services.store.errors import InvalidMatchId
 from services.store.keys import Keys
 from services.transport.base import Entry, Message, Transport
 
@@ -124,10 +125,26 @@ class BotWorker(GroupWorker):
         log.info("bot worker started", pool=self.pool, strategy=self.strategy.name)
         self.consuming = True
         try:
-            await self.serve()
+            await self.serve(self._trim_loop)
         finally:
             self.consuming = False
             log.info("bot worker stopped", pool=self.pool, moves=self.moves)
+
+    async def _trim_loop(self) -> None:
+        while not self.stopping:
+            await asyncio.sleep(self.settings.trim_every_s)
+            try:
+                await self.trim()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("trimming the turns streams failed", pool=self.pool)
+
+    async def trim(self) -> int:
+        """Trim the pool's turns streams, every partition's, below what its group still needs
+        (every worker of the pool may: trimming twice, or to an older point, removes nothing
+        more); return how many entries went."""
+        return await self.transport.trim(self.reader.streams)
 
     async def handle(self, entries: list[Entry]) -> None:
         """Answer a batch of turns and acknowledge them, in one pipelined round trip: a crash
@@ -146,6 +163,9 @@ class BotWorker(GroupWorker):
             except DecodeError as e:
                 await self.reader.dead_letter(entry, f"not a turn: {e}")
                 continue
+            if not turn.view.legal:  # nothing to answer with: no referee sends such a turn
+                await self.reader.dead_letter(entry, "a turn without a legal move")
+                continue
             if self.observe is not None:
                 self.observe(turn, now)
             began = time.perf_counter()
@@ -161,9 +181,14 @@ class BotWorker(GroupWorker):
                 command = turn.view.legal[0]
             thinking += time.perf_counter() - began
             command_id = f"turn:{turn.version}:{turn.seat}"
-            answers.append(
-                command_message(self.keys, turn.match_id, command_id, command, self.reply_to, now)
-            )
+            try:
+                answer = command_message(
+                    self.keys, turn.match_id, command_id, command, self.reply_to, now
+                )
+            except InvalidMatchId as e:  # a turn no referee wrote: park it, answer the rest
+                await self.reader.dead_letter(entry, f"not a turn: {e}")
+                continue
+            answers.append(answer)
             done.append(entry)
             log.debug("move", match_id=turn.match_id, seat=turn.seat, version=turn.version)
             self.moves += 1

@@ -47,7 +47,7 @@ from services.redis.connection import Client, connect, without_password
 from services.redis.embedded import embedded_data_dir, redis_url
 from services.redis.servers import RedisUnavailable
 from services.referee.app import referee_app
-from services.store import EventStore, open_store
+from services.store import Archive, EventStore, MatchSource, open_archive, open_store
 from services.store.base import ConcurrencyError, NewEvent, StoreError
 from services.store.keys import Keys
 
@@ -115,12 +115,20 @@ async def _open(url: str, settings: Settings) -> EventStore:
         raise CliError(f"cannot reach Redis at {without_password(url)}: {e}") from None
 
 
+def _archive(settings: Settings) -> Archive:
+    try:
+        return open_archive(settings.archive_at(), settings.archive_s3_endpoint)
+    except StoreError as e:
+        raise CliError(str(e)) from None
+
+
 async def _read_match(match_id: str) -> list[Envelope]:
+    """A match's log, from Redis or (once it has moved there) from the archive."""
     settings = _settings()
     with redis_url(settings) as url:
         store = await _open(url, settings)
         try:
-            records = await store.read(match_id)
+            records = await MatchSource(store, _archive(settings)).read(match_id)
         except StoreError as e:
             raise CliError(str(e)) from None
         finally:
@@ -159,6 +167,8 @@ async def _import(log: list[Envelope]) -> int:
     with redis_url(settings) as url:
         store = await _open(url, settings)
         try:
+            if await _archive(settings).exists(match_id):
+                raise ConcurrencyError(match_id, 0, len(log))
             events = [NewEvent(str(e.event.__struct_config__.tag), JSON.encode(e)) for e in log]
             result = await store.append(match_id, events, 0, f"import:{match_id}")
             if result.duplicate:

@@ -14,7 +14,7 @@ import argparse
 import asyncio
 import json
 import time
-from typing import Any, cast
+from typing import Any
 
 import msgspec
 from redis.exceptions import RedisError
@@ -34,8 +34,9 @@ DEAD_SHOWN = 3
 """The latest dead letters shown with their reasons."""
 _BEATS = LuaScript(
     """
--- KEYS: a pool's workers. Their heartbeats, and the server's clock they were written on.
-return {redis.call('TIME')[1], redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')}
+-- KEYS: a set of heartbeats. They, and the server's clock they were written on (s, us).
+local t = redis.call('TIME')
+return {t[1], t[2], redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')}
 """
 )
 
@@ -109,12 +110,19 @@ async def _log_counts(redis: Client, keys: Keys) -> list[int]:
     return counts
 
 
+def _server_now(reply: Any) -> float:
+    """The server's clock (s) in a ``_BEATS`` reply."""
+    return int(reply[0]) + int(reply[1]) / 1e6
+
+
 async def _referees(redis: Client, keys: Keys) -> list[Heartbeat]:
-    now_ms = time.time() * 1000  # the referees write their beats on their own clocks
-    beats = cast(
-        list[tuple[bytes, float]], await redis.zrange(keys.referees, 0, -1, withscores=True)
-    )
-    return [Heartbeat(_text(name), round((now_ms - score) / 1000, 1)) for name, score in beats]
+    # the referees write their beats on the server's clock, in milliseconds
+    reply = await _BEATS(redis, [keys.referees], [])
+    now_ms, flat = _server_now(reply) * 1000, reply[2]
+    return [
+        Heartbeat(_text(flat[i]), round((now_ms - float(flat[i + 1])) / 1000, 1))
+        for i in range(0, len(flat), 2)
+    ]
 
 
 async def _pools(redis: Client, keys: Keys) -> dict[str, list[Heartbeat]]:
@@ -123,7 +131,7 @@ async def _pools(redis: Client, keys: Keys) -> dict[str, list[Heartbeat]]:
     for pool, reply in zip(STRATEGIES, await _BEATS.many(redis, calls), strict=True):
         if isinstance(reply, Exception):
             raise reply
-        now, flat = int(reply[0]), reply[1]
+        now, flat = _server_now(reply), reply[2]
         workers = [
             Heartbeat(_text(flat[i]), round(now - float(flat[i + 1]), 1))
             for i in range(0, len(flat), 2)

@@ -3,8 +3,13 @@
 :func:`decide_command` is pure. It is handed the clock and the shuffle, checks where the command
 may come from, asks the engine, deals every round that the command's events open (randomness
 enters the log here), and returns a :class:`Decision` — the events, the state after them, the
-next turn message for a house bot, the turn's deadline — or a :class:`Rejection` for the sender.
-:func:`append_request` turns a decision into the one atomic append that stores it.
+next turn message for a house bot, the turn's time limit — or a :class:`Rejection` for the
+sender. :func:`append_request` turns a decision into the one atomic append that stores it.
+
+Deadlines are on the Redis server's clock: the append sets the next turn's deadline from the
+server's TIME, and a move's arrival is its command-stream entry's time. A move that arrived at
+or after its turn's deadline is refused (``late``) and the turn times out; one that arrived
+before its turn began is not an answer to it (``not_your_turn``, C4).
 """
 
 from __future__ import annotations
@@ -17,14 +22,26 @@ from engine.state import MatchState
 from engine.views import view_for
 from events.codec import JSON
 from events.envelope import CommandEnvelope, Envelope
-from events.model import AnyEvent, DealRound, Rejection, TimeOutTurn
+from events.model import (
+    AnyCommand,
+    AnyEvent,
+    DealRound,
+    DrawTile,
+    PassTurn,
+    PlayTile,
+    Rejection,
+    TimeOutTurn,
+)
 from events.wire import TurnMessage
 from services.core.dealer import deal
 from services.store.base import Ack, AppendRequest, NewEvent, OutboxEntry, Schedule
 from services.store.keys import EXTERNAL, Keys
+from services.transport.base import TurnTimes
 
 REFEREE_ONLY = (DealRound, TimeOutTurn)
 """Commands the referee makes itself; arriving on a command stream they are rejected."""
+MOVES = (PlayTile, DrawTile, PassTurn)
+"""The commands a seat makes on its turn: the ones a deadline applies to."""
 
 
 class DealError(Exception):
@@ -43,8 +60,11 @@ class Decision:
     """The match after the events."""
     turn: TurnMessage | None
     """The next turn for a house bot's pool; None for an outside seat or a match not in play."""
-    deadline: float | None
-    """When the next turn times out (seconds since the epoch); None without one."""
+    deadline_ms: int | None
+    """The next turn's time limit, counted by the append from the Redis server's clock; None
+    without one."""
+    new_turn: bool
+    """Whether a turn began: another seat's, or a new round's (a draw keeps the turn)."""
     now: float
 
     @property
@@ -62,13 +82,18 @@ def decide_command(
     arrived: float | None = None,
     from_stream: bool = True,
     owned: bool = False,
+    times: TurnTimes | None = None,
+    arrived_ms: int | None = None,
 ) -> Decision | Rejection:
     """Decide ``envelope``'s command against ``state`` (None: the match has no events yet),
     leaving ``state`` as it was.
 
     ``from_stream`` says the command came from a command stream (a sender), where deals and
     timeouts are refused: the referee alone deals and keeps the clock. ``arrived`` is when the
-    command reached the referee (for the turn's latency), ``now`` by default.
+    command reached the referee (for the turn's latency, on its own clock), ``now`` by default.
+    With ``times`` (when the match's current turn began and is over) and ``arrived_ms`` (when
+    the command reached its stream, both on the Redis server's clock) a move of the seat to
+    play is refused if it arrived at or after the deadline, or before the turn began.
 
     ``state`` is left as it was, unless the caller says it is ``owned``: a state nobody else
     holds (the referee takes it out of its repository first), which the decision then evolves
@@ -79,10 +104,15 @@ def decide_command(
         what = command.__struct_config__.tag
         message = f"{what} comes from the referee alone: it deals and keeps the clock"
         return Rejection(reason="bad_command", rule="-", message=message)
+    if times is not None and arrived_ms is not None:
+        late = lateness(state, command, times, arrived_ms)
+        if late is not None:
+            return late
     result = decide(state, command)
     if isinstance(result, Rejection):
         return result
     expected = 0 if state is None else state.version
+    before = None if state is None or state.phase != "playing" else (state.turn, state.round)
     events = list(result)
     after = state if owned or state is None else state.copy()  # evolve works in place
     for event in result:
@@ -96,18 +126,40 @@ def decide_command(
         events.extend(dealt)
         for event in dealt:
             after = evolve(after, event)
-    deadline = (
-        now + after.deadline_ms / 1000 if after.phase == "playing" and after.deadline_ms else None
-    )
+    playing = after.phase == "playing"
+    limit = after.deadline_ms if playing and after.deadline_ms else None
+    deadline = None if limit is None else now + limit / 1000  # as this clock reckons it
     return Decision(
         envelope=envelope,
         expected_version=expected,
         events=tuple(events),
         state=after,
         turn=turn_for(envelope.match_id, after, deadline, now if arrived is None else arrived),
-        deadline=deadline,
+        deadline_ms=limit,
+        new_turn=playing and before != (after.turn, after.round),
         now=now,
     )
+
+
+def lateness(
+    state: MatchState | None, command: AnyCommand, times: TurnTimes, arrived_ms: int
+) -> Rejection | None:
+    """Why a move of the seat to play comes too late or too early for its turn, if it does:
+    it reached the command stream at or after the turn's deadline (the turn is timed out), or
+    before the turn began (it answered an earlier turn, or none). Other commands — resigning,
+    aborting — are not moves of a turn."""
+    if state is None or state.phase != "playing" or not isinstance(command, MOVES):
+        return None
+    if command.seat != state.turn:
+        return None
+    if arrived_ms >= times.deadline_ms:
+        late_by = arrived_ms - times.deadline_ms
+        message = f"the move reached the referee {late_by} ms after its turn's deadline"
+        return Rejection(reason="late", rule="-", message=message)
+    if arrived_ms < times.began_ms:
+        message = "the move reached the referee before this turn began: it was not this seat's"
+        return Rejection(reason="not_your_turn", rule="C4", message=message)
+    return None
 
 
 def turn_for(
@@ -147,7 +199,8 @@ def append_request(
     watch_ms: int | None = None,
 ) -> AppendRequest:
     """The atomic append that stores ``decision``: its events, the turn message, the turn's
-    deadline set or cleared, and ``ack`` (the command's entry, acknowledged by the append).
+    deadline (and, when a turn began, when it did) set from the Redis server's clock or
+    cleared, and ``ack`` (the command's entry, acknowledged by the append).
 
     With ``watch_ms``, a new match goes on its partition's watch list, first checked that
     long after now, and a match that ends leaves it: the referee checks the live matches on
@@ -176,12 +229,14 @@ def append_request(
         () if turn is None else (OutboxEntry(keys.turns(partition, turn.pool), JSON.encode(turn)),)
     )
     schedule: list[Schedule] = []
-    if decision.deadline is not None:
-        schedule.append(
-            Schedule(keys.deadlines(partition), envelope.match_id, int(decision.deadline * 1000))
-        )
+    match_id = envelope.match_id
+    if decision.deadline_ms is not None:
+        schedule.append(Schedule.after(keys.deadlines(partition), match_id, decision.deadline_ms))
+        if decision.new_turn:
+            schedule.append(Schedule.after(keys.turn_began(partition), match_id, 0))
     elif decision.state.deadline_ms:
-        schedule.append(Schedule(keys.deadlines(partition), envelope.match_id, None))
+        schedule.append(Schedule(keys.deadlines(partition), match_id, None))
+        schedule.append(Schedule(keys.turn_began(partition), match_id, None))
     if watch_ms is not None and base == 0:
         at = int(decision.now * 1000) + watch_ms
         schedule.append(Schedule(keys.watch(partition), envelope.match_id, at))

@@ -5,6 +5,10 @@ tournaments — folds matches here, so there is one loop that turns stored event
 The cache mirrors what is stored: a state is put in it only after the append that made it has
 succeeded (a writer takes a state out while it decides and appends), and a match whose append
 failed, or whose partition this process has just acquired, is read afresh.
+
+Finished matches are kept apart, in a much smaller cache: a late command to a match that has
+just ended is answered without reading its log again, but a process that has seen a million
+matches end does not hold them (a live match's state is tens of kilobytes).
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from collections.abc import Iterable
 from engine.game import evolve
 from engine.state import MatchState
 from events.codec import JSON
-from services.store.base import EventStore, Recorded
+from services.store.base import Recorded
+from services.store.source import LogReader
 
 
 def fold(records: Iterable[Recorded], state: MatchState | None = None) -> MatchState | None:
@@ -54,13 +59,55 @@ class MatchCache:
         """The cached match ids."""
         return list(self._states)
 
+    def __len__(self) -> int:
+        return len(self._states)
+
+
+class _Split:
+    """Live matches in one cache, finished ones in another: a state goes where its phase
+    says."""
+
+    def __init__(self, live: MatchCache, finished: MatchCache) -> None:
+        self.live = live
+        self.finished = finished
+
+    def get(self, match_id: str) -> MatchState | None:
+        state = self.live.get(match_id)
+        return state if state is not None else self.finished.get(match_id)
+
+    def put(self, match_id: str, state: MatchState) -> None:
+        if state.phase == "over":
+            self.live.drop(match_id)
+            self.finished.put(match_id, state)
+        else:
+            self.finished.drop(match_id)
+            self.live.put(match_id, state)
+
+    def drop(self, match_id: str) -> MatchState | None:
+        state = self.live.drop(match_id)
+        return state if state is not None else self.finished.drop(match_id)
+
+    def ids(self) -> list[str]:
+        return self.live.ids() + self.finished.ids()
+
+    def __len__(self) -> int:
+        return len(self.live) + len(self.finished)
+
+
+FINISHED_KEPT = 256
+"""How many finished matches a repository keeps (beside its live ones)."""
+
 
 class MatchRepository:
-    """Loads matches from an event store, folds them, and caches what is stored."""
+    """Loads matches from an event store (or a source that also reads the archive), folds
+    them, and caches what is stored: live matches up to ``cache_size``, finished ones up to
+    ``finished_size``."""
 
-    def __init__(self, store: EventStore, cache_size: int = 20_000) -> None:
+    def __init__(
+        self, store: LogReader, cache_size: int = 20_000, finished_size: int = FINISHED_KEPT
+    ) -> None:
         self.store = store
-        self.cache = MatchCache(cache_size)
+        self.cache = _Split(MatchCache(cache_size), MatchCache(finished_size))
 
     async def load(self, match_id: str) -> MatchState | None:
         """The match's state, from the cache or folded from its log (None if it has none)."""

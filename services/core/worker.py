@@ -32,10 +32,26 @@ class GroupWorker:
 
     async def step(self) -> int:
         """Read and handle one batch of new entries, without the loops; return its size."""
-        entries = await self.reader.read()
-        if entries:
-            await self.handle(entries)
+        entries = await self._fetch()
+        await self._handle(entries)
         return len(entries)
+
+    async def _fetch(self, pending: bool = False) -> list[Entry]:
+        """The next batch, held by the reader from the moment it is read (see ``_handle``)."""
+        entries = await self.reader.read(pending=pending)
+        self.reader.hold(entries)
+        return entries
+
+    async def _handle(self, entries: list[Entry]) -> None:
+        """Handle a batch the reader holds, and let go of it however that ends: until then
+        no claim, ours or another loop's, takes its entries back however long it takes (a
+        command decided twice side by side could be refused once and applied the second
+        time); after, whatever stayed pending may be claimed and handled again."""
+        try:
+            if entries:
+                await self.handle(entries)
+        finally:
+            self.reader.release(entries)
 
     def stop(self) -> None:
         """Ask ``serve`` to return after the batch in hand."""
@@ -64,7 +80,7 @@ class GroupWorker:
         return False
 
     async def _own_pending(self) -> None:
-        await self.handle(await self.reader.read(pending=True))
+        await self._handle(await self._fetch(pending=True))
 
     async def serve(self, *periodic: Callable[[], Coroutine[Any, Any, None]]) -> None:
         """Run the read and reclaim loops and ``periodic`` tasks until ``stop()``."""
@@ -84,21 +100,23 @@ class GroupWorker:
             await self.reader.close()
 
     async def _read_loop(self) -> None:
-        reading = asyncio.create_task(self.reader.read())
+        reading = asyncio.create_task(self._fetch())
         try:
             while not self.stopping:
                 try:
                     entries = await reading
-                    reading = asyncio.create_task(self.reader.read())
-                    if entries:
-                        await self.handle(entries)
+                    reading = asyncio.create_task(self._fetch())
+                    await self._handle(entries)
                 except asyncio.CancelledError:
                     raise
                 except Exception:
                     log.exception(f"a batch of {self.what} failed; it stays pending")
                     await asyncio.sleep(0.5)
-                    if reading.done():
-                        reading = asyncio.create_task(self.reader.read())
+                    # A read that failed is made again; a batch already read while this one
+                    # failed is handled next, not dropped (its entries are held: no claim
+                    # would ever take them back).
+                    if reading.done() and reading.exception() is not None:
+                        reading = asyncio.create_task(self._fetch())
         finally:
             reading.cancel()
 
@@ -108,9 +126,10 @@ class GroupWorker:
             await asyncio.sleep(idle / 2000)
             try:
                 entries = await self.reader.claim(idle)
+                self.reader.hold(entries)
                 if entries:
                     log.info(f"claimed pending {self.what}", count=len(entries))
-                    await self.handle(entries)
+                await self._handle(entries)
             except asyncio.CancelledError:
                 raise
             except Exception:

@@ -63,6 +63,7 @@ from services.gateway.pages import Pages
 from services.gateway.players import Players
 from services.gateway.protocol import (
     API,
+    FILTERED_PAGES,
     LISTED,
     NAME_CHARS,
     RECENT,
@@ -93,7 +94,7 @@ from services.lobby.arenas import Arena, Arenas
 from services.lobby.challenges import Challenges
 from services.lobby.names import BadName, check_name, skeleton
 from services.lobby.seeks import Group, Kind, Matchmaker, Seeks
-from services.lobby.tables import JoinError, Lobby, LobbyMatch, token_hash
+from services.lobby.tables import JoinError, Lobby, LobbyMatch, parse_record, token_hash
 from services.metrics import GATEWAY_MOVES, GATEWAY_REQUESTS, Exporter, exposition, register
 from services.projections.accounts import AccountFeeds
 from services.projections.identity import kind_of, shown_name
@@ -102,10 +103,14 @@ from services.projections.ratings import (
     MatchResult,
     RatingsProjector,
     Standings,
+    read_played,
     read_results,
     standings,
 )
-from services.redis.connection import Client, detect_cluster, open_client, replica_reader
+from services.redis.apps import topology
+from services.redis.connection import Client, open_client, replica_reader
+from services.redis.paging import BadCursor, Cursor
+from services.store import MatchSource, open_archive
 from services.store.base import InvalidMatchId
 from services.store.keys import EXTERNAL, Keys, validate_match_id
 from services.store.projection import RedisCheckpoints
@@ -146,6 +151,8 @@ class _Running:
 
     redis: Client
     store: RedisEventStore
+    source: MatchSource
+    """The logs, live in Redis or archived: what every read of a match goes through."""
     lobby: Lobby
     sender: CommandSender
     hub: Hub
@@ -178,10 +185,10 @@ class Gateway:
             "lobby_per_second", config.lobby_per_s, config.lobby_burst, topo
         )
         self.open_matches = Cap(
-            "open_matches_per_client", config.open_matches_per_client, topo, config.token_ttl_s
+            "open_matches_per_client", config.open_matches_per_client, topo, config.lobby_ttl_s
         )
         self.waiting_seats = Cap(
-            "waiting_seats_per_client", config.waiting_seats_per_client, topo, config.token_ttl_s
+            "waiting_seats_per_client", config.waiting_seats_per_client, topo, config.lobby_ttl_s
         )
         self.seat_streams = Concurrency(
             "streams_per_token", config.streams_per_token, topo, lease_s
@@ -231,7 +238,7 @@ class Gateway:
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
         """Connect, follow the logs, serve; then stop following and disconnect."""
         url = self.redis_url
-        cluster = self.settings.cluster or await detect_cluster(url)
+        cluster = await topology(url, self.settings.cluster)  # waits for Redis to answer
         redis = open_client(  # wait for a connection rather than fail
             url,
             cluster=cluster,
@@ -241,6 +248,8 @@ class Gateway:
         store = RedisEventStore(
             redis, partitions=self.settings.partitions, prefix=self.settings.prefix
         )
+        archive = open_archive(self.settings.archive_at(), self.settings.archive_s3_endpoint)
+        source = MatchSource(store, archive)
         # the moves' lane, and the hub's tail (on a cluster, a read per stream instead)
         moves: Lane | ClusterLane = ClusterLane(redis) if cluster else Lane(url)
         tail = None if cluster else Lane(url)
@@ -255,18 +264,24 @@ class Gateway:
                 readers, partitions=self.settings.partitions, prefix=self.settings.prefix
             )
         hub = Hub(
-            readers, hub_store, self.topo, self.replies, self.config.stream_buffer_bytes, tail
+            readers,
+            MatchSource(hub_store, archive),
+            self.topo,
+            self.replies,
+            self.config.stream_buffer_bytes,
+            tail,
         )
         await hub.start()
         accounts = Accounts(redis, self.topo)
         feeds = AccountFeeds(redis, self.topo)
         seeks = Seeks(redis, self.topo, feeds, self.config.seek_ttl_s)
         arenas = Arenas(redis, self.topo)
-        runner = ArenaRunner(arenas, store, self.start_arena)
+        runner = ArenaRunner(arenas, source, self.start_arena)
         self._running = _Running(
             redis=redis,
             store=store,
-            lobby=Lobby(redis, self.topo, self.config.token_ttl_s),
+            source=source,
+            lobby=Lobby(redis, self.topo, self.config.token_ttl_s, self.config.lobby_ttl_s),
             sender=CommandSender(
                 moves, self.topo, self.replies, int(2000 * self.config.move_timeout_s)
             ),
@@ -308,14 +323,20 @@ class Gateway:
             log.info("gateway stopped")
 
     async def _sweep(self) -> None:
-        """Renew the leases of this gateway's open streams, well within their length."""
+        """Renew the leases of this gateway's open streams, well within their length, and the
+        life of its reply stream: a gateway that dies leaves a stream that expires."""
+        every = self.config.stream_lease_s / 3
         while True:
-            await asyncio.sleep(self.config.stream_lease_s / 3)
+            await asyncio.sleep(every)
             for streams in (self.seat_streams, self.account_streams, self.public_streams):
                 try:
                     await streams.renew(self.redis)
                 except Exception as e:  # Redis away: the next round tries again
                     log.warning("stream leases not renewed", error=repr(e))
+            try:
+                await self.redis.pexpire(self.replies, int(max(60.0, 6 * every) * 1000))
+            except Exception as e:
+                log.warning("reply stream's life not renewed", error=repr(e))
 
     def _started(self) -> _Running:
         if self._running is None:
@@ -368,6 +389,11 @@ class Gateway:
         return self._started().seeks
 
     @property
+    def source(self) -> MatchSource:
+        """The logs, live or archived; raises GatewayNotStarted when the app is not running."""
+        return self._started().source
+
+    @property
     def store(self) -> RedisEventStore:
         """The event store (read only); raises GatewayNotStarted when the app is not running."""
         return self._started().store
@@ -391,12 +417,21 @@ class Gateway:
             holder = self._holders.get(f"{match_id} {seat}")
             if holder is None:
                 holder = await self.lobby.holder(match_id, seat)
+                if holder is None:  # an archived match: its record is in the archive
+                    holder = (await self._archived_fields(match_id)).get(f"account:{seat}")
                 if holder is not None:
                     self._holders.put(f"{match_id} {seat}", holder)
             if holder != account.id:
                 raise ApiError(403, "not_your_seat", f"your account does not hold seat {seat}")
             return f"acct:{account.id}"
-        digest, (token_match, token_seat) = await self._token(request)
+        try:
+            digest, (token_match, token_seat) = await self._token(request)
+        except ApiError as e:  # an archived match's tokens are in its archived record
+            digest = token_hash(_bearer(request))
+            kept = (await self._archived_fields(match_id)).get(f"token:{seat}")
+            if e.status != 401 or kept is None or not secrets.compare_digest(kept, digest):
+                raise
+            token_match, token_seat = match_id, seat
         if token_match != match_id:
             raise ApiError(403, "wrong_match", "this seat token is for another match")
         if token_seat != seat:
@@ -911,7 +946,7 @@ class Gateway:
             raise ApiError(
                 409, "match_started", "the match has started: its players resign or abort"
             )
-        if await self.store.version(match_id) == 0:
+        if await self.source.version(match_id) == 0:
             raise ApiError(404, "no_match", f"no match {match_id!r}")
         outcome, _ = await self._await(match_id, f"cancel:{match_id}", CancelMatch())
         if outcome is not None and outcome.rejection is not None:
@@ -921,12 +956,18 @@ class Gateway:
         return Response.json({"match_id": match_id, "status": "cancelled"})
 
     async def list_matches(self, request: Request) -> Response:
-        """GET /matches?status=open|live|finished[&limit=n][&family=f][&player=name]: the
-        oldest open matches, or the live or finished ones most recently updated."""
-        status = request.query("status") or "open"
+        """GET /matches?status=open|live|finished[&limit=n][&cursor=c][&family=f][&player=name]:
+        a page of the oldest open matches, or of the live or finished ones most recently
+        updated; ``next`` is the cursor of the page after (None: no more). A page reads at most
+        ``limit`` ids of each partition, and the records of its matches only. With a filter,
+        pages are read on until ``limit`` matches are found or :data:`FILTERED_PAGES` were
+        read: a page of a rare filter may hold fewer, and still have a ``next``."""
+        status = request.query("status")
+        status = "open" if status is None else status  # ?status= is no status
         if status not in ("open", "live", "finished"):
             raise ApiError(422, "invalid_query", "status is open, live or finished")
         limit = _count(request, "limit", 1, LISTED, LISTED)
+        cursor = _cursor(request)
         family = request.query("family")
         if family is not None and family not in _FAMILIES:
             raise ApiError(422, "invalid_query", "family is express or straight")
@@ -935,33 +976,34 @@ class Gateway:
             raise ApiError(
                 422, "invalid_query", f"player is a name of 1 to {NAME_CHARS} characters"
             )
-        rows: list[Any]
-        if status == "open":
-            waiting = [
-                m
-                for m in await self.lobby.open_matches()
-                if (family is None or m.rules.family == family)
-                and (player is None or player in m.names)
-            ]
-            rows = [m.public() for m in waiting[:limit]]
-        else:
-            summaries = [
-                s
-                for s in await Queries(self.redis, self.settings).matches(
-                    finished=status == "finished", limit=LISTED
-                )
-                if (family is None or s.family == family)
-                and (player is None or player in s.players)
-            ]
-            rows = [msgspec.to_builtins(s) for s in summaries[-limit:]]
-        return Response.json({"status": status, "matches": rows})
+
+        def wanted(family_of: str, players: Sequence[str]) -> bool:
+            return (family is None or family_of == family) and (player is None or player in players)
+
+        rows: list[Any] = []
+        after = cursor
+        queries = Queries(self.redis, self.settings)
+        for _ in range(FILTERED_PAGES if family or player else 1):
+            need = limit - len(rows)
+            if status == "open":
+                waiting, after = await self.lobby.open_page(need, after)
+                rows += [m.public() for m in waiting if wanted(m.rules.family, m.names)]
+            else:  # newest first, each page oldest first: an older page goes before
+                summaries, after = await queries.page(status == "finished", need, after)
+                rows[:0] = [
+                    msgspec.to_builtins(s) for s in summaries if wanted(s.family, s.players)
+                ]
+            if after is None or len(rows) >= limit:
+                break
+        next_page = None if after is None else after.text()
+        return Response.json({"status": status, "matches": rows, "next": next_page})
 
     async def replay(self, request: Request) -> Response:
         """GET /matches/{id}/replay[?seat=k]: every event and the view after it, as everyone
         or (the match over) as one seat saw them (C8). One read of the log, one fold."""
         match_id = self._match_id(request)
         seat = _count(request, "seat", 0, None, None)
-        version = await self.store.version(match_id)
+        version = await self.source.version(match_id)
         if version == 0:
             raise ApiError(404, "no_match", f"no match {match_id!r} (or it has not started)")
         if version > REPLAYED:
@@ -969,7 +1011,7 @@ class Gateway:
                 413, "replay_too_long", f"the match has {version} events: {REPLAYED} at most"
             )
         envelopes = [
-            JSON.decode_envelope(r.data) for r in await self.store.read(match_id, 1, version)
+            JSON.decode_envelope(r.data) for r in await self.source.read(match_id, 1, version)
         ]
         created = envelopes[0].event
         if not isinstance(created, MatchCreated):
@@ -1004,7 +1046,8 @@ class Gateway:
 
     async def ratings(self, request: Request) -> Response:
         """GET /ratings?family=express|straight: a family's ratings table, best first."""
-        family = _FAMILIES.get(request.query("family") or "express")
+        asked = request.query("family")
+        family = _FAMILIES.get("express" if asked is None else asked)  # ?family= is no family
         if family is None:
             raise ApiError(422, "invalid_query", "family is express or straight")
         table = (await self.standings(STANDINGS_FRESH_S)).table
@@ -1012,20 +1055,25 @@ class Gateway:
         return Response.json(RatingsAnswer(family=family, ratings=rows))
 
     async def player(self, request: Request) -> Response:
-        """GET /players/{key}: an identity's results, ratings, their history and its latest
-        matches (key: an account id, house:<pool> or guest:<name>)."""
+        """GET /players/{key}[?limit=n][&cursor=c]: an identity's results, ratings, their
+        history and a page of its latest matches, read from its own index (key: an account id,
+        house:<pool> or guest:<name>)."""
         key: str = request.params["key"]
         if not 0 < len(key) <= KEY_CHARS:  # no key is longer: nothing to look up
             raise ApiError(404, "no_player", "no player has a key like that")
+        limit = _count(request, "limit", 1, RECENT, RECENT)
+        cursor = _cursor(request)
         folded = await self.standings(STANDINGS_FRESH_S)
         line = await Queries(self.redis, self.settings).result(key)
+        projector = RatingsProjector(self.store, self._checkpoints())
+        recent, after = await read_played(self.redis, projector, key, limit, cursor)
         played = folded.played.get(key, [])
-        if line is None and not played:
+        if line is None and not played and not recent:
             raise ApiError(404, "no_player", f"no player {key!r} has played here")
         if line is not None:
             name = line.name
         else:
-            last = played[-1]
+            last = recent[0] if recent else played[-1]
             name = shown_name(key, last.players[last.keys().index(key)])
         results = PlayerResults()
         if line is not None:
@@ -1040,7 +1088,8 @@ class Gateway:
                 results=results,
                 ratings=[r for r in folded.table if r.key == key],
                 history=folded.history.get(key, []),
-                recent=[_recent(r, key) for r in played[::-1][:RECENT]],
+                recent=[_recent(r, key) for r in recent],
+                next=None if after is None else after.text(),
             )
         )
 
@@ -1048,13 +1097,31 @@ class Gateway:
         """GET /matches/{id}: the lobby record and how far the match has got."""
         match_id = self._match_id(request)
         match = await self.lobby.get(match_id)
-        version = await self.store.version(match_id)
+        version = await self.source.version(match_id)
         if match is None and version == 0:
             raise ApiError(404, "no_match", f"no match {match_id!r}")
+        if match is None and await self.source.archived(match_id):
+            match = await self._archived_lobby(match_id)
         out: dict[str, Any] = match.public() if match else {"match_id": match_id}
         out["version"] = version
         out["links"] = self._links(match_id)
         return Response.json(out)
+
+    async def _archived_fields(self, match_id: str) -> dict[str, str]:
+        """The fields of the lobby record an archived match had (kept beside its log; its
+        tokens only as their hashes); none for a match not archived or not from the lobby."""
+        archive = self.source.archive
+        if archive is None or not await self.source.archived(match_id):
+            return {}
+        extra = await archive.extra(match_id)
+        if extra is None:
+            return {}
+        return msgspec.json.decode(extra, type=dict[str, str])
+
+    async def _archived_lobby(self, match_id: str) -> LobbyMatch | None:
+        """The lobby record an archived match had, if it had one."""
+        fields = await self._archived_fields(match_id)
+        return parse_record(match_id, fields) if fields else None
 
     async def whoami(self, request: Request) -> Response:
         """GET /seat: which match and seat the bearer token plays."""
@@ -1134,7 +1201,7 @@ class Gateway:
         views = self.wants_views(request)
         if match_id not in self.hub.feeds:
             exists = await self.lobby.get(match_id) is not None
-            if not exists and await self.store.version(match_id) == 0:
+            if not exists and await self.source.version(match_id) == 0:
                 raise ApiError(404, "no_match", f"no match {match_id!r}")
         lease = await self.public_streams.acquire(self.redis, request.client)
         try:
@@ -1223,7 +1290,7 @@ class Gateway:
             )
         version = outcome.version
         if outcome.replayed:  # what was applied under this key must be this very move
-            records = await self.store.read(match_id, version, version)
+            records = await self.source.read(match_id, version, version)
             if records and not _same_move(JSON.decode_envelope(records[0].data).event, command):
                 raise ApiError(
                     409,
@@ -1306,6 +1373,22 @@ def _count(request: Request, name: str, low: int, high: int | None, default: T) 
         upto = "" if high is None else f" to {high}"
         raise ApiError(422, "invalid_query", f"{name} is {low}{upto}")
     return value
+
+
+def _cursor(request: Request) -> Cursor | None:
+    """The ``cursor`` query parameter, a ``next`` a list answered; 422 invalid_query for
+    anything else."""
+    raw = request.query("cursor")
+    if raw is None:
+        return None
+    try:
+        cursor = Cursor.parse(raw)
+        validate_match_id(cursor.member)
+    except (BadCursor, InvalidMatchId):
+        raise ApiError(
+            422, "invalid_query", "cursor is the next of a page this list answered"
+        ) from None
+    return cursor
 
 
 def _recent(result: MatchResult, key: str) -> RecentMatch:

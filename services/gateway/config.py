@@ -142,9 +142,18 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
         int,
         Var(
             "DOMINO_GATEWAY_TOKEN_TTL_S",
-            "lobby records and seat tokens expire after this many seconds (7 days)",
+            "a started match's lobby record and seat tokens expire after this many seconds"
+            " (7 days), if the archiver has not removed them with the match before",
         ),
     ] = 604_800
+    lobby_ttl_s: Annotated[
+        int,
+        Var(
+            "DOMINO_GATEWAY_LOBBY_TTL_S",
+            "a lobby match still waiting for players is removed after this many seconds, its"
+            " seat tokens and its creator's and joiners' holds with it",
+        ),
+    ] = 3600
     stream_buffer_bytes: Annotated[
         int,
         Var(

@@ -25,6 +25,7 @@ from starlette.applications import Starlette
 from starlette.routing import compile_path
 from starlette.types import Receive, Scope, Send
 
+from events.codec import DecodeError
 from services.gateway.limits import LimitExceeded
 from services.metrics import GATEWAY_RATE_LIMITED, GATEWAY_REQUEST_SECONDS, GATEWAY_REQUESTS
 
@@ -187,6 +188,13 @@ class Endpoint:
             response = e.response()
         except LimitExceeded as e:
             response = limited(e)
+        except DecodeError as e:  # what Redis holds does not decode: a corrupt match log
+            log.error("stored data unreadable", path=scope.get("path"), error=str(e)[:300])
+            response = ApiError(
+                409,
+                "corrupt_data",
+                "what is stored for this request cannot be read: an operator must repair it",
+            ).response()
         except RedisError as e:
             log.warning("redis failed", path=scope.get("path"), error=repr(e))
             response = ApiError(503, "unavailable", "the store is unavailable; retry").response()

@@ -12,6 +12,11 @@ its outcome is resolved by the first event that carries its command id, or by th
 Versions make it exact: a feed applies version k only after k-1, skips what it has, and reads
 any gap back from the match stream; a stream resumed after version N is sent N+1.. from the
 match stream, then the feed's live events, with no gap or repeat between the two.
+
+Deadlines are the Redis server's, never this process's: a turn's deadline is its limit after
+the time of the log entry that began it (the append set it from the same clock), or, for a
+feed read from the match stream, the one in the partition's deadlines; the milliseconds left
+are counted on the server's clock as :class:`~services.redis.clock.ServerClock` tells it.
 """
 
 from __future__ import annotations
@@ -32,15 +37,17 @@ from events.envelope import Envelope
 from events.model import AnyCommand, AnyEvent, MatchEnded, Rejection, RoundEnded, TurnTimedOut
 from services.gateway.lane import Lane
 from services.gateway.protocol import EventLine, Snapshot, TurnLine, frame
+from services.redis.clock import ServerClock
 from services.redis.connection import Client
 from services.store.keys import Keys
-from services.store.redis import RedisEventStore
+from services.store.source import LogReader
 from services.transport.base import DATA
-from services.transport.redis import cancelled_here
+from services.transport.redis import cancelled_here, id_ms
 
 log = structlog.get_logger()
 
 LINGER_S = 30.0  # a feed nobody follows is kept this long, so a reconnect finds it warm
+CLOCK_EVERY_S = 10.0  # how often the server's clock is read again
 
 
 class FeedUnavailable(Exception):
@@ -218,6 +225,8 @@ class Feed:
 
     __slots__ = (
         "buffer",
+        "clock",
+        "deadline_at",
         "idle_since",
         "last_ts",
         "loading",
@@ -230,11 +239,13 @@ class Feed:
         "viewed",
     )
 
-    def __init__(self, match_id: str) -> None:
+    def __init__(self, match_id: str, clock: ServerClock) -> None:
         self.match_id = match_id
+        self.clock = clock
         self.state: MatchState | None = None
         self.version = 0
-        self.last_ts = 0.0  # when the last append was written (deadlines count from it)
+        self.last_ts = 0.0  # when the last append was written, on the referee's clock
+        self.deadline_at: float | None = None  # the current turn's, on the server's clock
         self.loading = True
         self.ready = asyncio.Event()
         self.buffer: list[Envelope] = []  # live entries that came while reading the log
@@ -244,10 +255,14 @@ class Feed:
         self.idle_since = time.monotonic()
 
     def deadline(self) -> float | None:
-        """When the current turn times out (the referee sets it in the same append)."""
+        """When the current turn times out, on the Redis server's clock (the append that began
+        it set it from there); as the referee's clock said, for a turn whose deadline was not
+        found."""
         state = self.state
         if state is None or not state.deadline_ms or state.phase != "playing":
             return None
+        if self.deadline_at is not None:
+            return self.deadline_at
         return self.last_ts + state.deadline_ms / 1000
 
     def view_line(
@@ -262,7 +277,7 @@ class Feed:
             return frame(line, sse)
         mine = state.phase == "playing" and (any_turn or (seat is not None and state.turn == seat))
         deadline = self.deadline() if mine else None
-        left = None if deadline is None else max(0, round((deadline - time.time()) * 1000))
+        left = None if deadline is None else max(0, round((deadline - self.clock.now()) * 1000))
         view = view_for(state, seat)
         if snapshot:
             line = Snapshot(
@@ -324,7 +339,7 @@ class Hub:
     def __init__(
         self,
         redis: Client,
-        store: RedisEventStore,
+        store: LogReader,
         topo: Keys,
         replies: str,
         buffer_limit: int,
@@ -332,7 +347,7 @@ class Hub:
     ) -> None:
         self.redis = redis
         self.tail = tail  # the blocking XREAD's own connection (None: one read per stream)
-        self.store = store
+        self.store = store  # live logs, and archived ones (a finished match's stream)
         self.topo = topo
         self.replies = replies
         self.buffer_limit = buffer_limit
@@ -344,11 +359,14 @@ class Hub:
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
         self.events_read = 0
+        self.clock = ServerClock()
 
     # -- lifecycle -----------------------------------------------------------------------------
 
     async def start(self) -> None:
         """Start reading after everything already in the logs and the reply stream."""
+        for _ in range(3):  # the best of a few readings
+            await self.clock.read(self.redis)
         keys = [self.topo.log(p) for p in range(self.topo.partitions)] + [self.replies]
         pipe = self.redis.pipeline(transaction=False)
         for key in keys:
@@ -361,6 +379,7 @@ class Hub:
             readers = [self._tail(self.tail)]
         self._tasks = [asyncio.create_task(reader) for reader in readers]
         self._tasks.append(asyncio.create_task(self._janitor(), name="janitor"))
+        self._tasks.append(asyncio.create_task(self._read_clock(), name="clock"))
 
     async def stop(self) -> None:
         """Stop following; every open stream ends."""
@@ -382,7 +401,7 @@ class Hub:
         """The match's feed, read from its log when nobody here followed it yet."""
         feed = self.feeds.get(match_id)
         if feed is None:
-            feed = self.feeds[match_id] = Feed(match_id)
+            feed = self.feeds[match_id] = Feed(match_id, self.clock)
             asyncio.create_task(self._load(feed))  # noqa: RUF006 - the feed holds the outcome
         if not feed.ready.is_set():
             await feed.ready.wait()
@@ -534,31 +553,52 @@ class Hub:
             if key == self.replies:
                 self._rejections([_fields(flat) for _, flat in entries])
                 continue
-            for _, flat in entries:
-                fields = _fields(flat)
-                raw_match = fields.get(b"match")
-                if raw_match is None:
-                    continue
-                match_id = raw_match.decode()
-                feed = feeds.get(match_id)
-                if feed is None and match_id not in watched:
-                    continue
+            for entry_id, flat in entries:
+                match_id = None
                 try:
-                    env = JSON.decode_envelope(fields[DATA])
-                except DecodeError as e:
-                    log.error("unreadable log entry", match_id=match_id, error=str(e))
-                    continue
-                self.events_read += 1
-                if match_id in watched:
-                    self._resolve(match_id, env.command_id, Outcome(version=env.version))
-                if feed is not None:
-                    if feed.loading:
-                        feed.buffer.append(env)
-                    else:
-                        self._apply(feed, env)
-                        touched[match_id] = feed
+                    fields = _fields(flat)
+                    raw_match = fields.get(b"match")
+                    if raw_match is None:
+                        continue
+                    match_id = raw_match.decode(errors="replace")
+                    feed = feeds.get(match_id)
+                    if feed is None and match_id not in watched:
+                        continue
+                    env = JSON.decode_envelope(fields.get(DATA, b""))
+                    if env.match_id != match_id:
+                        raise DecodeError(f"an event of match {env.match_id!r}")
+                    self.events_read += 1
+                    if match_id in watched:
+                        self._resolve(match_id, env.command_id, Outcome(version=env.version))
+                    if feed is not None:
+                        if feed.loading:
+                            feed.buffer.append(env)
+                        else:
+                            self._apply(feed, env, id_ms(entry_id))
+                            touched[match_id] = feed
+                except Exception as e:  # one bad entry must not stop the streams of the rest
+                    self._unreadable(key, entry_id, match_id, e)
         for feed in touched.values():
             self._settle_turn(feed)
+
+    def _unreadable(
+        self, stream: str, entry_id: bytes | str, match_id: str | None, error: Exception
+    ) -> None:
+        """A log entry that could not be read or applied: said in the log, and passed over.
+        A feed it broke (its event would not fold) is dropped, so that its streams end and,
+        opened again, read the match afresh from its own log."""
+        ident = entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
+        log.error(
+            "unreadable log entry passed over",
+            stream=stream,
+            id=ident,
+            match_id=None if match_id is None else match_id[:200],
+            error=repr(error)[:500],
+        )
+        if match_id is not None and not isinstance(error, DecodeError):
+            feed = self.feeds.pop(match_id, None)
+            for sub in feed.subs if feed is not None else ():
+                sub.finish()
 
     def _rejections(self, entries: Sequence[dict[bytes, bytes]]) -> None:
         for fields in entries:
@@ -576,8 +616,10 @@ class Hub:
             if not fut.done():
                 fut.set_result(outcome)
 
-    def _apply(self, feed: Feed, env: Envelope) -> None:
-        """Fold one event and send it to every receiver, redacted for each (C8)."""
+    def _apply(self, feed: Feed, env: Envelope, at_ms: int | None = None) -> None:
+        """Fold one event and send it to every receiver, redacted for each (C8). ``at_ms`` is
+        when its log entry was written (the server's clock): the turn it begins has its
+        deadline that long after (None: read from the match stream, deadline unknown)."""
         version = env.version
         if version <= feed.version:
             return
@@ -587,9 +629,11 @@ class Hub:
             asyncio.create_task(self._load(feed))  # noqa: RUF006
             return
         event = env.event
-        feed.state = evolve(feed.state, event)
+        state = feed.state = evolve(feed.state, event)
         feed.version = version
         feed.last_ts = env.ts
+        limit = state.deadline_ms if state.phase == "playing" else 0
+        feed.deadline_at = None if at_ms is None or not limit else (at_ms + limit) / 1000
         if not feed.subs:
             return
         framed: dict[tuple[bool, int | None], bytes] = {}
@@ -640,7 +684,8 @@ class Hub:
                 sub.push(data)
 
     async def _load(self, feed: Feed) -> None:
-        """Read the match stream from where the feed is, then what came meanwhile."""
+        """Read the match stream from where the feed is, then what came meanwhile, and the
+        current turn's deadline."""
         try:
             while True:
                 records = await self.store.read(feed.match_id, feed.version + 1)
@@ -653,7 +698,11 @@ class Hub:
                         feed.buffer.append(env)
                     else:
                         self._apply_loaded(feed, env)
-                if not feed.buffer:
+                if feed.buffer:
+                    continue
+                deadline = await self._deadline_of(feed)
+                if not feed.buffer:  # else the match moved meanwhile: read on
+                    feed.deadline_at = deadline
                     break
         except Exception:
             log.exception("reading a match log failed", match_id=feed.match_id)
@@ -664,6 +713,24 @@ class Hub:
             feed.loading = False
             feed.ready.set()
         self._settle_turn(feed)
+
+    async def _deadline_of(self, feed: Feed) -> float | None:
+        """The deadline of the feed's current turn as the referee scheduled it (seconds, on
+        the server's clock), if it has one."""
+        state = feed.state
+        if state is None or state.phase != "playing" or not state.deadline_ms:
+            return None
+        key = self.topo.deadlines(self.topo.partition_of(feed.match_id))
+        score = await self.redis.zscore(key, feed.match_id)
+        return None if score is None else float(score) / 1000
+
+    async def _read_clock(self) -> None:
+        while True:
+            await asyncio.sleep(CLOCK_EVERY_S)
+            try:
+                await self.clock.read(self.redis)
+            except Exception as e:  # the last offset holds meanwhile
+                log.warning("reading the server's clock failed", error=str(e))
 
     def _apply_loaded(self, feed: Feed, env: Envelope) -> None:
         if env.version == feed.version + 1:

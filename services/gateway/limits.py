@@ -440,7 +440,7 @@ class Cap:
 
 def holds_key(keys: Keys, match_id: str) -> str:
     """The set of holds a match releases when it starts, in the match's partition."""
-    return f"{keys.prefix}:{keys.tag(keys.partition_of(match_id))}:limit:holds:{match_id}"
+    return keys.holds(match_id)
 
 
 async def release_match(redis: Client, keys: Keys, match_id: str) -> None:

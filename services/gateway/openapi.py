@@ -20,6 +20,7 @@ from events.model import MatchEnded, RoundEnded, TurnTimedOut
 from services.gateway.players import ArenaBody, ChallengeBody, EntrantBody, RegisterBody, SeekBody
 from services.gateway.protocol import (
     API,
+    FILTERED_PAGES,
     LISTED,
     NAME_CHARS,
     RECENT,
@@ -63,6 +64,7 @@ from services.gateway.protocol import (
 from services.lobby.arena import FORMATS
 from services.lobby.seeks import KINDS
 from services.projections.projector import Summary
+from services.redis.paging import CURSOR_CHARS
 
 _REF = "#/components/schemas/{name}"
 _STRUCTS: list[Any] = [
@@ -176,6 +178,11 @@ def _body(component: str, required: bool = True) -> dict[str, Any]:
 
 
 _UNAVAILABLE = _error("Redis is unreachable: retry", "unavailable")
+_CORRUPT = _error(
+    "what is stored of the match (its log, its lobby record) cannot be read: an operator "
+    "must repair it",
+    "corrupt_data",
+)
 _TOO_LARGE = _json("the body is over `max` bytes (`error`: body_too_large)", _ref("TooLargeError"))
 _NOT_JSON = _error(
     "a body declared as a form or plain text: send JSON as application/json",
@@ -206,6 +213,25 @@ def _path(name: str, description: str) -> dict[str, Any]:
         "description": description,
         "schema": {"type": "string"},
     }
+
+
+def _page_params(most: int, limit: str, first: str) -> list[dict[str, Any]]:
+    """A paged list's ``limit`` (1 to ``most``, described as ``limit``) and ``cursor`` (the
+    ``next`` of the page before; ``first`` says what a request without one gets)."""
+    return [
+        {
+            "name": "limit",
+            "in": "query",
+            "description": limit,
+            "schema": {"type": "integer", "minimum": 1, "maximum": most},
+        },
+        {
+            "name": "cursor",
+            "in": "query",
+            "description": f"the `next` of the page before ({first})",
+            "schema": {"type": "string", "minLength": 3, "maxLength": CURSOR_CHARS},
+        },
+    ]
 
 
 _FAMILY_FILTER = {
@@ -299,21 +325,20 @@ def _paths() -> dict[str, Any]:
         f"{API}/matches": {
             "get": {
                 "summary": "List matches: open (waiting for players), live or finished",
-                "description": "Open matches oldest first; live and finished ones the most "
-                "recently updated, oldest of them first. The filters pick among the latest "
-                f"{LISTED} of each partition.",
+                "description": "A page: open matches oldest first; live and finished ones "
+                "the most recently updated, oldest of them first. `next` is the cursor of the "
+                "page after (older live or finished matches, newer open ones); pass it as "
+                "`cursor`. A page reads at most `limit` matches of each partition; with a "
+                f"filter, pages are read on until `limit` pass it or {FILTERED_PAGES} were "
+                "read, so the page of a rare filter may hold fewer (even none) and still have "
+                "a `next`.",
                 "parameters": [
                     {
                         "name": "status",
                         "in": "query",
                         "schema": {"enum": ["open", "live", "finished"], "default": "open"},
                     },
-                    {
-                        "name": "limit",
-                        "in": "query",
-                        "description": "at most this many",
-                        "schema": {"type": "integer", "minimum": 1, "maximum": LISTED},
-                    },
+                    *_page_params(LISTED, "at most this many", "none: the first page"),
                     _FAMILY_FILTER,
                     {
                         "name": "player",
@@ -329,7 +354,7 @@ def _paths() -> dict[str, Any]:
                     ),
                     "422": _error(
                         "an unknown status or family, a limit out of 1 to "
-                        f"{LISTED}, or a player name too long",
+                        f"{LISTED}, a player name too long, or a cursor no page answered",
                         "invalid_query",
                     ),
                     "503": _UNAVAILABLE,
@@ -378,6 +403,7 @@ def _paths() -> dict[str, Any]:
                 "responses": {
                     "200": _json("the match", _ref("MatchDetail")),
                     "404": _error("no such match", "no_match"),
+                    "409": _CORRUPT,
                     "503": _UNAVAILABLE,
                 },
             },
@@ -432,6 +458,7 @@ def _paths() -> dict[str, Any]:
                         "seat_is_house_bot",
                         "match_full",
                         "too_many_matches",
+                        "corrupt_data",
                     ),
                     "413": _TOO_LARGE,
                     "415": _NOT_JSON,
@@ -590,6 +617,7 @@ def _paths() -> dict[str, Any]:
                     "404": _error(
                         "no such match (or not started), or seat", "no_match", "no_such_seat"
                     ),
+                    "409": _CORRUPT,
                     "413": _error(f"a log of more than {REPLAYED} events", "replay_too_long"),
                     "422": _error("a seat that is no whole number", "invalid_query"),
                     "503": _UNAVAILABLE,
@@ -611,17 +639,30 @@ def _paths() -> dict[str, Any]:
         },
         f"{API}/players/{{key}}": {
             "get": {
-                "summary": "One player: its results, ratings, their history and its latest "
-                f"{RECENT} matches",
+                "summary": "One player: its results, ratings, their history and a page of its "
+                f"latest matches ({RECENT} at most)",
+                "description": "`recent` is a page, newest first, read from the player's own "
+                "index; `next` is the cursor of the page of older matches (pass it as "
+                "`cursor`), null on the last.",
                 "parameters": [
                     _path(
                         "key",
                         "an account id, house:<pool> or guest:<name>, URL-encoded",
-                    )
+                    ),
+                    *_page_params(RECENT, "at most this many recent matches", "none: the latest"),
                 ],
                 "responses": {
                     "200": _json("the player", _ref("PlayerAnswer")),
-                    "404": _error("nobody of that key has played here", "no_player"),
+                    "422": _error(
+                        f"a limit out of 1 to {RECENT}, or a cursor no page answered",
+                        "invalid_query",
+                    ),
+                    "404": _error(
+                        "nobody of that key has played here (a key with a line break is no "
+                        "path at all)",
+                        "no_player",
+                        "not_found",
+                    ),
                     "503": _UNAVAILABLE,
                 },
             }
@@ -1148,10 +1189,14 @@ def _schemas() -> dict[str, Any]:
     components["MatchList"] = {
         "description": "200 to GET /matches: lobby records (open) or summaries (live, finished)",
         "type": "object",
-        "required": ["status", "matches"],
+        "required": ["status", "matches", "next"],
         "properties": {
             "status": {"enum": ["open", "live", "finished"]},
             "matches": {"type": "array", "items": {"anyOf": [_ref("MatchInfo"), _ref("Summary")]}},
+            "next": {
+                "description": "the cursor of the page after; null when there is none",
+                "type": ["string", "null"],
+            },
         },
     }
     components["Readiness"] = {

@@ -45,6 +45,8 @@ API = "/api/v1"
 """Where every path of the protocol starts."""
 LISTED = 100
 """The most matches one GET /matches lists: the latest live or finished."""
+FILTERED_PAGES = 8
+"""The most pages one GET /matches with a filter reads before it answers what it found."""
 REPLAYED = 10_000
 """The longest log GET /matches/{id}/replay answers (413 beyond: longer than any match the
 gateway's round cap lets be played)."""
@@ -302,7 +304,8 @@ class PlayerAnswer(msgspec.Struct, frozen=True, kw_only=True):
     results: PlayerResults
     ratings: list[Rating]  # one per family it is rated in
     history: list[RatingPoint]  # its rating after each rated match, oldest first
-    recent: list[RecentMatch]  # newest first
+    recent: list[RecentMatch]  # a page, newest first
+    next: str | None = None  # the cursor of the page of older matches; None: no more
 
 
 # -- accounts, challenges, seeks, arenas -------------------------------------------------------

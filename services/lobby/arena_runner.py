@@ -19,7 +19,7 @@ from events.codec import JSON
 from events.model import MatchEnded
 from services.lobby.arena import Pairing
 from services.lobby.arenas import Arena, Arenas, match_id_for
-from services.store.base import EventStore
+from services.store.source import LogReader
 
 log = structlog.get_logger()
 
@@ -30,7 +30,7 @@ ArenaStarter = Callable[[Arena, Pairing, str], Awaitable[None]]
 class ArenaRunner:
     """One round of work over every running arena per :meth:`tick`."""
 
-    def __init__(self, arenas: Arenas, store: EventStore, start: ArenaStarter) -> None:
+    def __init__(self, arenas: Arenas, store: LogReader, start: ArenaStarter) -> None:
         self.arenas = arenas
         self.store = store
         self.start = start

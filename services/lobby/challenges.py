@@ -76,6 +76,10 @@ return 1
 )
 
 
+LISTED = 100
+"""The most challenges an account's list shows (and reads)."""
+
+
 class ChallengeError(Exception):
     """Raised when a challenge cannot be made or answered; ``code`` says why and ``status``
     the HTTP status it maps to."""
@@ -293,10 +297,12 @@ class Challenges:
 
     async def mine(self, account: Account) -> list[Challenge]:
         """The account's challenges, made or received, still open or closed within the hour,
-        newest first."""
+        newest first: the latest LISTED of them, however many others sent it (each is read)."""
         ids = cast(
             list[bytes],
-            await self.redis.zrangebyscore(self.index(account.id), time.time() - 3600, "+inf"),
+            await self.redis.zrevrangebyscore(
+                self.index(account.id), "+inf", time.time() - 3600, 0, LISTED
+            ),
         )
         out = [c for i in ids if (c := await self.get(i.decode())) is not None]
         return sorted(out, key=lambda c: -c.created)

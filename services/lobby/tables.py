@@ -7,6 +7,11 @@ join, and stored only as its SHA-256: in the match's hash (``token:<seat>``) and
 ``<prefix>:{pK}:token:<sha256>`` (K from the hash) that tells which match and seat it opens.
 Open matches are listed in ``<prefix>:{pN}:lobby`` (a sorted set by creation time).
 
+A match waiting for players lasts ``lobby_ttl_s`` (an hour by default): its record, its seat
+tokens and the limit holds counted in it expire together, and the list forgets it. Once it
+starts, its record and tokens last ``ttl_s`` (seven days), unless the archiver removes them
+with the match first (services/projections/archiver.py).
+
 A seat taken by an account (``account:<seat>``) is opened by that account's token as well as
 by its seat token; a match's ``creator`` (an account id, or ``owner:<sha256>`` of the owner
 token given at creation) may cancel it while it waits for players.
@@ -21,12 +26,16 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 import msgspec
+import structlog
 
 from engine.rules import Rules
-from events.codec import JSON
+from events.codec import JSON, DecodeError
 from services.redis.connection import Client
 from services.redis.lua import LuaScript
+from services.redis.paging import Cursor, page
 from services.store.keys import Keys
+
+log = structlog.get_logger()
 
 _RULES = msgspec.json.Decoder(Rules)
 _POOLS = msgspec.json.Decoder(list[str | None])
@@ -178,24 +187,23 @@ class LobbyMatch:
 class Lobby:
     """Creates, joins and reads lobby matches and resolves seat tokens, in Redis."""
 
-    def __init__(self, redis: Client, topo: Keys, ttl_s: int) -> None:
+    def __init__(self, redis: Client, topo: Keys, ttl_s: int, lobby_ttl_s: int = 3600) -> None:
         self.redis = redis
         self.topo = topo
-        self.ttl_s = ttl_s
+        self.ttl_s = ttl_s  # a started match's record and tokens
+        self.lobby_ttl_s = lobby_ttl_s  # a match waiting for players, its record and tokens
 
     def key(self, match_id: str) -> str:
         """The match's seat hash (raises InvalidMatchId for a bad id)."""
-        return (
-            f"{self.topo.prefix}:{self.topo.tag(self.topo.partition_of(match_id))}:seat:{match_id}"
-        )
+        return self.topo.lobby_match(match_id)
 
     def index(self, partition: int) -> str:
         """The sorted set of a partition's open matches."""
-        return f"{self.topo.prefix}:{self.topo.tag(partition)}:lobby"
+        return self.topo.lobby(partition)
 
     def token_key(self, digest: str) -> str:
         """Where a token hash says which match and seat it opens."""
-        return f"{self.topo.prefix}:{self.topo.tag(self.topo.partition_of(digest))}:token:{digest}"
+        return self.topo.seat_token(digest)
 
     async def create(
         self,
@@ -235,11 +243,13 @@ class Lobby:
         fields["open"] = open_seats
         fields["status"] = "open" if open_seats else "started"
         key = self.key(match_id)
+        index = self.index(self.topo.partition_of(match_id))
         pipe = self.redis.pipeline(transaction=True)
         pipe.hset(key, mapping=cast(dict[Any, Any], fields))
-        pipe.expire(key, self.ttl_s)
+        pipe.expire(key, self.lobby_ttl_s if open_seats else self.ttl_s)
         if open_seats:
-            pipe.zadd(self.index(self.topo.partition_of(match_id)), {match_id: now})
+            pipe.zadd(index, {match_id: now})
+        pipe.zremrangebyscore(index, "-inf", now - self.lobby_ttl_s)  # expired ones
         await pipe.execute()
         return _parse(match_id, {k.encode(): _bytes(v) for k, v in fields.items()})
 
@@ -255,7 +265,9 @@ class Lobby:
         partition = self.topo.partition_of(match_id)
         # the index first: if the join then fails, the index points at a seat it does not hold
         await self.redis.set(
-            self.token_key(digest), f"{match_id} {-1 if seat is None else seat}", ex=self.ttl_s
+            self.token_key(digest),
+            f"{match_id} {-1 if seat is None else seat}",
+            ex=self.lobby_ttl_s,
         )
         reply = await JOIN(
             self.redis,
@@ -275,12 +287,23 @@ class Lobby:
             if kind == "bot":
                 raise JoinError("seat_is_house_bot", f"seat {seat} is played by a house bot")
             raise JoinError("seat_taken", f"seat {seat} is already taken")
-        taken = code
-        await self.redis.set(self.token_key(digest), f"{match_id} {taken}", ex=self.ttl_s)
+        taken, left = code, int(reply[1])
+        await self.redis.set(self.token_key(digest), f"{match_id} {taken}", ex=self.lobby_ttl_s)
+        if left == 0:
+            await self._started(match_id)
         match = await self.get(match_id)
         if match is None:  # the record expired between the seat being taken and this read
             raise JoinError("no_match", f"no open match {match_id!r} in the lobby")
         return match, taken, token
+
+    async def _started(self, match_id: str) -> None:
+        """Every seat is taken: the record and its tokens last as long as a started match's."""
+        key = self.key(match_id)
+        await self.redis.expire(key, self.ttl_s)
+        raw = cast(dict[bytes, bytes], await self.redis.hgetall(key))
+        for field, digest in raw.items():
+            if field.startswith(b"token:"):  # each in the slot of its own hash
+                await self.redis.expire(self.token_key(digest.decode()), self.ttl_s)
 
     async def cancel(self, match_id: str) -> bool | None:
         """Call off a match still waiting for players: True; False if it has started; None if
@@ -301,19 +324,31 @@ class Lobby:
         raw = cast(dict[bytes, bytes], await self.redis.hgetall(self.key(match_id)))
         return _parse(match_id, raw) if raw else None
 
-    async def open_matches(self, limit: int = 100) -> list[LobbyMatch]:
-        """Matches waiting for players, oldest first."""
+    async def open_page(
+        self, limit: int, after: Cursor | None = None
+    ) -> tuple[list[LobbyMatch], Cursor | None]:
+        """A page of the matches waiting for players: the ``limit`` oldest created after
+        ``after`` (from the oldest, without it), oldest first, and the cursor of the next page
+        (None: no more). Reads at most ``limit`` ids from each partition and the records of the
+        page only; a match of the page that has started since is left out, so a page may hold
+        fewer."""
+        expired = time.time() - self.lobby_ttl_s
+        indexes = [self.index(p) for p in range(self.topo.partitions)]
+        for index in indexes:
+            await self.redis.zremrangebyscore(index, "-inf", expired)
+        window, after = await page(self.redis, indexes, limit, after, newest_first=False)
         out: list[LobbyMatch] = []
-        for p in range(self.topo.partitions):
-            ids = cast(list[bytes], await self.redis.zrange(self.index(p), 0, limit - 1))
-            for raw_id in ids:
-                match = await self.get(raw_id.decode())
-                if match is None:  # expired
-                    await self.redis.zrem(self.index(p), raw_id)
-                elif match.status == "open":
-                    out.append(match)
-        out.sort(key=lambda m: m.created)
-        return out[:limit]
+        for match_id, _, p in window:
+            try:
+                match = await self.get(match_id)
+            except DecodeError as e:  # one corrupt record is left out, not the lobby
+                log.error("unreadable lobby record passed over", error=str(e)[:300])
+                continue
+            if match is None:  # expired
+                await self.redis.zrem(indexes[p], match_id)
+            elif match.status == "open":
+                out.append(match)
+        return out, after
 
     async def resolve(self, token: str) -> tuple[str, int] | None:
         """The match and seat a token opens, or None for a token this lobby never issued."""
@@ -331,11 +366,25 @@ class Lobby:
         return match_id, seat
 
 
+def parse_record(match_id: str, fields: dict[str, str]) -> LobbyMatch:
+    """A lobby match from its record's fields as text (as the archive keeps them)."""
+    return _parse(match_id, {k.encode(): v.encode() for k, v in fields.items()})
+
+
 def _bytes(value: Any) -> bytes:
     return value if isinstance(value, bytes) else str(value).encode()
 
 
 def _parse(match_id: str, raw: dict[bytes, bytes]) -> LobbyMatch:
+    """The lobby record of a match; raises DecodeError when it is not one this lobby wrote (a
+    field missing, unreadable or of the wrong type)."""
+    try:
+        return _fields(match_id, raw)
+    except (KeyError, ValueError, msgspec.DecodeError) as e:
+        raise DecodeError(f"the lobby record of match {match_id!r} is corrupt: {e!r}") from None
+
+
+def _fields(match_id: str, raw: dict[bytes, bytes]) -> LobbyMatch:
     fields = {k.decode(): v.decode() for k, v in raw.items()}
     pools = _POOLS.decode(fields["pools"])
     seats = tuple(

@@ -22,9 +22,10 @@ import structlog
 from services.projections.projector import Bookends
 from services.redis.connection import Client
 from services.redis.lua import LuaScript
-from services.store.base import EventStore, Recorded
+from services.store.base import Recorded
 from services.store.keys import Keys
 from services.store.projection import WriteOp
+from services.store.source import LogReader
 
 log = structlog.get_logger()
 
@@ -113,7 +114,14 @@ class AccountFeeds:
         out = []
         for entry_id, fields in entries:
             n = int(entry_id.split(b"-")[0])
-            data = fields[b"d"]
+            data = fields.get(b"d", b"")
+            if not _an_object(data):  # not an event the service wrote: no line for it
+                log.error(
+                    "unreadable account feed event passed over",
+                    account=account_id,
+                    id=entry_id.decode(),
+                )
+                continue
             out.append((n, b'{"id":%d,%s' % (n, data[1:])))
         return out
 
@@ -129,10 +137,14 @@ class FinishedFeeds:
 
     name = NAME
 
-    def __init__(self, store: EventStore, feeds: AccountFeeds) -> None:
+    def __init__(self, store: LogReader, feeds: AccountFeeds) -> None:
         self.store = store
         self.feeds = feeds
         self.bookends = Bookends(store)
+
+    def forget(self) -> None:
+        """Drop the matches' first events remembered (read again when needed)."""
+        self.bookends.forget()
 
     async def handle(
         self, partition: int, entries: Sequence[tuple[str, Recorded]]
@@ -173,3 +185,13 @@ class FinishedFeeds:
                 )
                 log.debug("account told match ended", match_id=record.match_id, account=account)
         return []
+
+
+def _an_object(data: bytes) -> bool:
+    """Whether ``data`` is one JSON object, as every feed event is."""
+    if not data.startswith(b"{"):
+        return False
+    try:
+        return isinstance(msgspec.json.decode(data), dict)
+    except msgspec.DecodeError:
+        return False

@@ -10,23 +10,52 @@ from faststream import FastStream
 from services.config import Settings
 from services.metrics import Exporter
 from services.projections.accounts import AccountFeeds, FinishedFeeds
+from services.projections.archiver import ArchiveQueue, Archiver, Retention
 from services.projections.projector import Projector
 from services.projections.ratings import RatingsProjector
-from services.redis.apps import run_task, service_app
+from services.redis.apps import consumer_name, run_task, service_app
 from services.redis.connection import Client
+from services.store import MatchSource, open_archive
 from services.store.projection import RedisCheckpoints
 from services.store.redis import RedisEventStore
 
 
 def every_projection(redis: Client, settings: Settings) -> Projector:
-    """The projector of every projection — summaries, match lists, results, ratings, and the
-    accounts told when their matches end — fed by one read of the logs: what the service
-    follows and what ``domino projections rebuild`` refolds."""
+    """The projector of every projection — summaries, match lists, results, ratings, the
+    accounts told when their matches end, and the queue of finished matches to archive — fed by
+    one read of the logs: what the service follows and what ``domino projections rebuild``
+    refolds (from the match logs, live and archived)."""
     store = RedisEventStore(redis, partitions=settings.partitions, prefix=settings.prefix)
+    archive = open_archive(settings.archive_at(), settings.archive_s3_endpoint)
+    source = MatchSource(store, archive)
     checkpoints = RedisCheckpoints(redis, partitions=settings.partitions, prefix=settings.prefix)
-    ratings = RatingsProjector(store, checkpoints)
-    feeds = FinishedFeeds(store, AccountFeeds(redis, store.keys))
-    return Projector(store, checkpoints, also=[ratings, feeds])
+    ratings = RatingsProjector(store, checkpoints, source=source, archive=archive)
+    feeds = FinishedFeeds(source, AccountFeeds(redis, store.keys))
+    queue = ArchiveQueue(checkpoints)  # last: a match is due once every projection read its end
+    return Projector(
+        store, checkpoints, also=[ratings, feeds, queue], source=source, archive=archive
+    )
+
+
+def archiver_for(redis: Client, settings: Settings, projector: Projector, name: str) -> Archiver:
+    """The archiver beside ``projector``: it waits for all of its projections."""
+    if projector.archive is None:
+        raise ValueError("the projector has no archive")
+    return Archiver(
+        redis,
+        projector.store,
+        projector.checkpoints,
+        projector.archive,
+        projector.names(),
+        name,
+        retention=Retention(
+            archive_after_s=settings.archive_after_s,
+            dedupe_keep_s=settings.dedupe_keep_s,
+            log_keep_s=settings.log_keep_s,
+        ),
+        lease_ms=settings.lease_ms,
+        summary=projector.summary,
+    )
 
 
 def projector_app(
@@ -38,8 +67,18 @@ def projector_app(
 
     async def start(redis: Client) -> Callable[[], Awaitable[None]]:
         projector = every_projection(redis, settings)
+        archiver = archiver_for(redis, settings, projector, consumer_name("projector"))
         stop = asyncio.Event()
-        exporter.attach(projector.readiness)
-        return run_task(exporter.watch(lambda: projector.run(stop)), stop.set)
+
+        async def ready() -> str | None:
+            return await projector.readiness() or archiver.readiness()
+
+        async def both() -> None:
+            await asyncio.gather(
+                projector.run(stop), archiver.run(stop, interval=settings.trim_every_s)
+            )
+
+        exporter.attach(ready)
+        return run_task(exporter.watch(both), stop.set)
 
     return service_app(url, start, cluster=cluster)

@@ -29,8 +29,11 @@ from events.model import MatchCreated, MatchEnded
 from services.core.repository import MatchRepository
 from services.metrics import PROJECTOR_EVENTS, fresh
 from services.projections.identity import kind_of, seat_key
+from services.projections.rebuild import rebuild_from_matches
 from services.projections.records import MalformedLog, envelope_of
+from services.store.archive import Archive
 from services.store.base import EventStore, Recorded
+from services.store.errors import UNREACHABLE
 from services.store.projection import (
     Checkpoints,
     Handler,
@@ -39,8 +42,12 @@ from services.store.projection import (
     catch_up_together,
     op,
 )
+from services.store.source import LogReader
 
 log = structlog.get_logger()
+QUEUE = "archive"
+"""The archive queue's projection (services/projections/archiver.py), which an archived match
+no longer feeds."""
 FOLLOWING_S = 10.0
 """A projector is ready while a round of following the logs has ended within this long."""
 
@@ -88,8 +95,8 @@ class Bookends:
     """A match's first and last events from the log, without folding what lies between: for
     projections that only need who played and how it ended."""
 
-    def __init__(self, store: EventStore) -> None:
-        self.store = store
+    def __init__(self, store: LogReader) -> None:
+        self.store = store  # read through the archive too: a match may have moved there
         self.created: dict[str, MatchCreated] = {}  # live matches' first events
 
     def forget(self) -> None:
@@ -118,7 +125,10 @@ class Follower(Protocol):
     """Another projection a Projector feeds: its name, what it remembers, and its handler."""
 
     name: str
-    bookends: Bookends
+
+    def forget(self) -> None:
+        """Drop what is remembered from the logs (read again when needed)."""
+        ...
 
     async def handle(
         self, partition: int, entries: Sequence[tuple[str, Recorded]]
@@ -138,8 +148,12 @@ class Projector:
         summary: str = "summary",
         results: str = "results",
         also: Sequence[Follower] = (),
+        source: LogReader | None = None,
+        archive: Archive | None = None,
     ) -> None:
         self.store = store
+        self.source = store if source is None else source  # the logs, archived ones too
+        self.archive = archive  # what a rebuild folds besides the matches in Redis
         self.checkpoints = checkpoints
         self.summary = summary
         self.results = results
@@ -150,10 +164,10 @@ class Projector:
 
     def _forget(self) -> None:
         """Drop what was folded in memory; it is read again from the logs when needed."""
-        self.matches = MatchRepository(self.store, cache_size=5_000)
-        self.bookends = Bookends(self.store)
+        self.matches = MatchRepository(self.source, cache_size=5_000)
+        self.bookends = Bookends(self.source)
         for follower in self.also:
-            follower.bookends.forget()
+            follower.forget()
 
     def names(self) -> list[str]:
         """Every projection this projector writes."""
@@ -164,14 +178,9 @@ class Projector:
         return how many log entries were read."""
         read = 0
         for p in range(self.store.partitions):
-            members: list[tuple[str, Handler]] = [
-                (name, functools.partial(self._handle, name, p))
-                for name in (self.summary, self.results)
-            ]
-            members += [(f.name, functools.partial(f.handle, p)) for f in self.also]
             try:
                 read += await catch_up_together(
-                    self.store, self.checkpoints, p, members, batch=2000
+                    self.store, self.checkpoints, p, self.members(p), batch=2000
                 )
             except ProjectionConflict as e:
                 log.warning("projection moved by another writer; resuming", detail=str(e))
@@ -180,18 +189,72 @@ class Projector:
         self.caught_up_at = time.monotonic()
         return read
 
+    def _guarded(self, name: str, partition: int, handle: Handler) -> Handler:
+        """``handle``, made to pass over the log entries it cannot apply (planted, corrupt,
+        or of a corrupt match log), each with a log line saying why, instead of failing the
+        batch again and again: the partition's projections go on. Redis being away is no
+        reason to pass over anything: that fails the batch, to be tried again."""
+
+        async def guarded(entries: Sequence[tuple[str, Recorded]]) -> Sequence[WriteOp]:
+            try:
+                return await handle(entries)
+            except UNREACHABLE:
+                raise
+            except Exception:  # which entry is at fault? the batch again, one at a time
+                self._forget()
+            ops: list[WriteOp] = []
+            for entry in entries:
+                try:
+                    ops.extend(await handle([entry]))
+                except UNREACHABLE:
+                    raise
+                except Exception as e:
+                    position, record = entry
+                    log.error(
+                        "log entry passed over: it cannot be applied",
+                        projection=name,
+                        partition=partition,
+                        position=position,
+                        match_id=record.match_id[:200],
+                        version=record.version,
+                        error=repr(e)[:500],
+                    )
+                    self._forget()
+            return ops
+
+        return guarded
+
     async def readiness(self) -> str | None:
         """None while the projector follows the logs (a round of catching up ended within
         FOLLOWING_S); else why not."""
         return fresh(self.caught_up_at, FOLLOWING_S, "a round of following the logs")
 
+    def members(self, partition: int) -> list[tuple[str, Handler]]:
+        """Every projection of a partition with its handler, in the order each batch is
+        applied (the archive queue, when there is one, last: services/projections/archiver.py)."""
+        members: list[tuple[str, Handler]] = [
+            (name, self._guarded(name, partition, functools.partial(self._handle, name, partition)))
+            for name in (self.summary, self.results)
+        ]
+        members += [
+            (f.name, self._guarded(f.name, partition, functools.partial(f.handle, partition)))
+            for f in self.also
+        ]
+        return members
+
     async def rebuild(self) -> int:
-        """Reset every projection in every partition and fold the whole log again."""
-        for p in range(self.store.partitions):
-            for name in self.names():
-                await self.checkpoints.reset(name, p)
+        """Reset every projection in every partition and fold every match's log again, live
+        and archived (services/projections/rebuild.py); return how many events were folded."""
         self._forget()
-        return await self.catch_up()
+        folded = await rebuild_from_matches(
+            self.store,
+            self.checkpoints,
+            self.members,
+            archive=self.archive,
+            not_archived=frozenset((self.summary, QUEUE)),
+        )
+        self._forget()
+        return folded
 
     async def run(self, stop: asyncio.Event, interval: float = 0.2) -> None:
         """Follow the logs until ``stop`` is set, a batch every ``interval`` seconds (fewer,

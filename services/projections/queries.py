@@ -6,15 +6,18 @@ from __future__ import annotations
 from typing import cast
 
 import msgspec
+import structlog
 
 from services.config import Settings
 from services.projections.identity import Kind, kind_of, shown_name
 from services.projections.projector import RESULT_STATS, Named, Summary
 from services.redis.connection import Client
+from services.redis.paging import Cursor, page
 from services.store.projection import RedisCheckpoints
 
 _SUMMARY = msgspec.json.Decoder(Summary)
 _NAMED = msgspec.json.Decoder(Named)
+log = structlog.get_logger()
 
 
 class ResultLine(msgspec.Struct, frozen=True, kw_only=True):
@@ -60,16 +63,37 @@ class Queries:
             )
             if ids:
                 rows = await self.redis.hmget(key(self.summary, p, "matches"), ids)
-                out.extend(_SUMMARY.decode(r) for r in rows if r is not None)
+                out.extend(s for s in map(_summary, rows) if s is not None)
         out.sort(key=lambda s: s.updated)
         return out if limit is None else out[-limit:]
+
+    async def page(
+        self, finished: bool, limit: int, before: Cursor | None = None
+    ) -> tuple[list[Summary], Cursor | None]:
+        """A page of the live (or finished) matches' summaries: the ``limit`` most recently
+        updated before ``before`` (from the latest, without it), oldest first, and the cursor
+        of the page of older ones (None: none older). Reads at most ``limit`` ids from each
+        partition and the summaries of the page only."""
+        status = "finished" if finished else "live"
+        key = self.checkpoints.key
+        index = [key(self.summary, p, status) for p in range(self.partitions)]
+        window, after = await page(self.redis, index, limit, before, newest_first=True)
+        by_partition: dict[int, list[str]] = {}
+        for match_id, _, p in window:
+            by_partition.setdefault(p, []).append(match_id)
+        out: list[Summary] = []
+        for p, ids in by_partition.items():
+            rows = await self.redis.hmget(key(self.summary, p, "matches"), ids)
+            out.extend(s for s in map(_summary, rows) if s is not None)
+        out.sort(key=lambda s: (s.updated, s.match_id))
+        return out, after
 
     async def summary_of(self, match_id: str) -> Summary | None:
         """One match's summary, wherever it is."""
         for p in range(self.partitions):
             raw = await self.redis.hget(self.checkpoints.key(self.summary, p, "matches"), match_id)
             if raw is not None:
-                return _SUMMARY.decode(raw)
+                return _summary(raw)
         return None
 
     async def results(self) -> list[ResultLine]:
@@ -129,3 +153,15 @@ class Queries:
             return None
         name = shown_name(who, latest.name if latest is not None else who)
         return ResultLine(key=who, name=name, kind=kind_of(who), **stats)
+
+
+def _summary(raw: bytes | str | None) -> Summary | None:
+    """A stored summary, or None for one that cannot be read (said in the log): a list goes on
+    with the others, a match without a readable summary is one without a summary."""
+    if raw is None:
+        return None
+    try:
+        return _SUMMARY.decode(raw)
+    except msgspec.DecodeError as e:
+        log.error("unreadable match summary passed over", error=str(e)[:300], raw=raw[:100])
+        return None

@@ -36,9 +36,13 @@ from openskill.models import PlackettLuce, PlackettLuceRating
 from events.model import MatchCreated, MatchEnded
 from services.projections.identity import rated, seat_key, shown_name
 from services.projections.projector import Bookends, follow
+from services.projections.rebuild import rebuild_from_matches
 from services.redis.connection import Client
+from services.redis.paging import Cursor, page
+from services.store.archive import Archive
 from services.store.base import EventStore, Recorded
 from services.store.projection import Checkpoints, ProjectionConflict, WriteOp, catch_up, op
+from services.store.source import LogReader
 
 log = structlog.get_logger()
 
@@ -222,15 +226,29 @@ class RatingsProjector:
     refolds from the start — the shape of :class:`services.projector.Projector`.
     """
 
-    def __init__(self, store: EventStore, checkpoints: Checkpoints, *, name: str = NAME) -> None:
+    def __init__(
+        self,
+        store: EventStore,
+        checkpoints: Checkpoints,
+        *,
+        name: str = NAME,
+        source: LogReader | None = None,
+        archive: Archive | None = None,
+    ) -> None:
         self.store = store
         self.checkpoints = checkpoints
         self.name = name
-        self.bookends = Bookends(store)
+        self.archive = archive  # what a rebuild folds besides the matches in Redis
+        self.bookends = Bookends(store if source is None else source)
 
     def results_key(self, partition: int) -> str:
         """The hash of a partition's results: match id → MatchResult JSON."""
         return self.checkpoints.key(self.name, partition, "results")
+
+    def played_key(self, partition: int, identity: str) -> str:
+        """The sorted set of the matches ``identity`` played that ended in a partition: match
+        id, scored by when it ended (a player's page of recent matches reads only its own)."""
+        return self.checkpoints.key(self.name, partition, "played", identity)
 
     async def catch_up(self) -> int:
         """Apply everything new in every partition's log; return how many entries."""
@@ -249,15 +267,25 @@ class RatingsProjector:
         return applied
 
     async def rebuild(self) -> int:
-        """Reset the projection in every partition and fold the whole log again."""
-        for p in range(self.store.partitions):
-            await self.checkpoints.reset(self.name, p)
+        """Reset the projection in every partition and fold every match's log again, live and
+        archived (services/projections/rebuild.py)."""
         self.bookends.forget()
-        return await self.catch_up()
+        folded = await rebuild_from_matches(
+            self.store,
+            self.checkpoints,
+            lambda p: [(self.name, functools.partial(self.handle, p))],
+            archive=self.archive,
+        )
+        self.bookends.forget()
+        return folded
 
     async def run(self, stop: asyncio.Event, interval: float = 0.2) -> None:
         """Follow the logs until ``stop`` is set."""
         await follow(self.catch_up, stop, interval)
+
+    def forget(self) -> None:
+        """Drop the matches' first events remembered (read again when needed)."""
+        self.bookends.forget()
 
     async def handle(
         self, partition: int, entries: Sequence[tuple[str, Recorded]]
@@ -272,6 +300,15 @@ class RatingsProjector:
                 ops.append(
                     op("HSET", self.results_key(partition), record.match_id, _ENCODE.encode(result))
                 )
+                for identity in dict.fromkeys(result.keys()):
+                    ops.append(
+                        op(
+                            "ZADD",
+                            self.played_key(partition, identity),
+                            result.ended,
+                            record.match_id,
+                        )
+                    )
         return ops
 
 
@@ -282,6 +319,30 @@ async def read_results(redis: Client, projector: RatingsProjector) -> list[Match
         raw = await redis.hgetall(projector.results_key(p))
         out.extend(_RESULT.decode(v) for v in raw.values())
     return out
+
+
+async def read_played(
+    redis: Client,
+    projector: RatingsProjector,
+    identity: str,
+    limit: int,
+    before: Cursor | None = None,
+) -> tuple[list[MatchResult], Cursor | None]:
+    """A page of the matches ``identity`` played: the ``limit`` latest to end before
+    ``before``, newest first, and the cursor of the page of older ones (None: none older).
+    Reads at most ``limit`` ids of each partition's index, and the results of the page only."""
+    partitions = projector.store.partitions
+    indexes = [projector.played_key(p, identity) for p in range(partitions)]
+    window, after = await page(redis, indexes, limit, before, newest_first=True)
+    ids: dict[int, list[str]] = {}
+    for match_id, _, p in window:
+        ids.setdefault(p, []).append(match_id)
+    found: list[MatchResult] = []
+    for p, wanted in ids.items():
+        rows = await redis.hmget(projector.results_key(p), wanted)
+        found.extend(_RESULT.decode(row) for row in rows if row is not None)
+    found.sort(key=lambda r: (r.ended, r.match_id), reverse=True)
+    return found, after
 
 
 async def ratings_table(redis: Client, projector: RatingsProjector) -> list[Rating]:

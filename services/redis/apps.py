@@ -19,9 +19,11 @@ from fast_depends.msgspec import MsgSpecSerializer
 from faststream import FastStream
 from faststream.redis import RedisBroker, RedisClusterBroker
 from redis.asyncio import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from services.redis.connection import Client, detect_cluster, open_client
+from services.redis.connection import Client, open_client
 
 log = structlog.get_logger()
 
@@ -62,10 +64,16 @@ async def topology(url: str, cluster: bool) -> bool:
         return True
     probe = Redis.from_url(url)
     try:
-        await wait_for_redis(probe, url)
+        while True:
+            await wait_for_redis(probe, url)
+            try:
+                info = await probe.info("cluster")
+            except (RedisConnectionError, RedisTimeoutError) as e:  # gone again since the ping
+                log.warning("Redis went away while starting; waiting for it", error=str(e))
+                continue
+            return bool(info.get("cluster_enabled"))
     finally:
         await probe.aclose()
-    return await detect_cluster(url)
 
 
 def service_app(

@@ -11,6 +11,7 @@ from services.metrics import DEAD_LETTERS, LIVE_MATCHES, Exporter
 from services.redis.apps import consumer_name, run_task, service_app
 from services.redis.connection import Client
 from services.referee.service import GROUP, Referee
+from services.store import open_archive
 from services.store.redis import RedisEventStore
 from services.transport.redis import RedisTransport
 from services.transport.stats import GroupGauges, dead_letters, watched
@@ -37,7 +38,10 @@ def referee_app(
             replica_wait_ms=settings.replica_wait_ms,
         )
         transport = RedisTransport(redis, store.keys)
-        referee = Referee(settings, store, transport, name or consumer_name("referee"))
+        archive = open_archive(settings.archive_at(), settings.archive_s3_endpoint)
+        referee = Referee(
+            settings, store, transport, name or consumer_name("referee"), archive=archive
+        )
         exporter.attach(referee.readiness, gauges(redis, referee))
         return run_task(exporter.watch(referee.run), referee.stop)
 

@@ -14,6 +14,16 @@ decided against; and a live match that has not moved for ``watch_ms`` (a turn lo
 that restarted, say) gets its turn sent again. Any number of referees may run:
 the expected version makes sure that only one of them writes each version of a match.
 
+Turn deadlines are on the Redis server's clock, never this process's: the append sets each from
+the server's TIME, the deadline check runs in a script that reads it, and a move's arrival is
+its command-stream entry's time. A turn is timed out only once every command that reached its
+partition before the deadline has been decided, so a move queued in time is never timed out;
+a move that arrived after it is refused as late. A gap in the checks of a partition's deadlines
+longer than ``DOMINO_STALL_MS`` — Redis paused, this referee stalled, a referee that died while
+its lease ran out — pushes the partition's deadlines back by that gap: the players are not
+charged the time the service was away. This process's own clock still times its metrics,
+its log lines and the watch list's periodic checks.
+
 It reaches storage only through the event store and the message transport, so it runs the same
 on the in-memory backend and on Redis.
 """
@@ -42,7 +52,7 @@ from events.model import (
 )
 from events.wire import Rejected
 from services.config import Settings
-from services.core.decision import Decision, append_request, decide_command, turn_for
+from services.core.decision import MOVES, Decision, append_request, decide_command, turn_for
 from services.core.leases import PartitionLeases
 from services.core.repository import MatchRepository
 from services.core.worker import GroupWorker
@@ -51,20 +61,27 @@ from services.metrics import (
     COMMAND_OUTCOMES,
     COMMAND_TO_TURN,
     COMMANDS,
+    DEADLINE_STALLS,
     DECIDE,
     LEASES_HELD,
     MOVES_DECIDED,
     fresh,
     observe_many,
 )
+from services.store.archive import Archive
 from services.store.base import Ack, AppendRequest, ConcurrencyError, EventStore
-from services.store.errors import InvalidMatchId
-from services.transport.base import Entry, Message, Transport
+from services.store.errors import UNREACHABLE, InvalidMatchId
+from services.store.source import MatchSource
+from services.transport.base import Entry, Message, Transport, TurnTimes
 
 log = structlog.get_logger()
 GROUP = "referee"
 MOVED_KEPT = 100_000
 """At most this many live matches' last moves are remembered."""
+DEADLINES_PER_CHECK = 200
+"""At most this many turns of a partition are timed out per check (every 50 ms)."""
+LATER = 2**62
+"""A time after every arrival in a batch: when a turn begun by an append still on its way did."""
 
 
 @dataclass(slots=True)
@@ -73,7 +90,7 @@ class Work:
 
     envelope: CommandEnvelope
     entry: Entry | None
-    arrived: float
+    arrived: float  # on this referee's clock, for latencies
     retry: bool = True  # a timeout that lost a race is dropped, not retried
     attempts: int = 0
     acked: bool = False  # the append that applied it also acknowledged its entry
@@ -102,6 +119,7 @@ class Referee(GroupWorker):
         rng: random.Random | None = None,
         clock: Callable[[], float] = time.time,
         watch_ms: int | None = None,
+        archive: Archive | None = None,
     ) -> None:
         super().__init__()
         self.settings = settings
@@ -112,7 +130,9 @@ class Referee(GroupWorker):
         self.rng = rng or random.SystemRandom()
         self.clock = clock
         self.watch_ms = settings.watch_ms if watch_ms is None else watch_ms
-        self.matches = MatchRepository(store)
+        # a match archived (out of Redis) is read from the archive: a command to it is
+        # refused as to any finished match, and its id can never be created again
+        self.matches = MatchRepository(MatchSource(store, archive))
         self._moved: dict[str, float] = {}  # match id -> when this referee last moved it
         self.leases = PartitionLeases(
             transport.leases(), self.keys.partitions, name, settings.lease_ms
@@ -144,7 +164,7 @@ class Referee(GroupWorker):
             return
         log.info("referee started", consumer=self.name, partitions=self.owned)
         try:
-            await self.serve(self._clock_loop, self._lease_loop)
+            await self.serve(self._clock_loop, self._lease_loop, self._trim_loop)
         finally:
             try:
                 await self.leases.release_all()
@@ -189,6 +209,21 @@ class Referee(GroupWorker):
             except Exception:
                 log.exception("lease renewal failed")
 
+    async def _trim_loop(self) -> None:
+        while not self.stopping:
+            await asyncio.sleep(self.settings.trim_every_s)
+            try:
+                await self.trim()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("trimming the command streams failed")
+
+    async def trim(self) -> int:
+        """Trim the command streams of the partitions held below what the referees' group
+        still needs; return how many entries went."""
+        return await self.transport.trim([self.keys.commands(p) for p in self.owned])
+
     async def _clock_loop(self) -> None:
         while not self.stopping:
             await asyncio.sleep(0.05)
@@ -201,16 +236,24 @@ class Referee(GroupWorker):
                 log.exception("deadline check failed")
 
     async def fire_deadlines(self) -> int:
-        """Time out every turn whose deadline has passed (TimeOutTurn); return how many."""
+        """Time out every turn whose deadline has passed on the Redis server's clock, once the
+        commands that reached its partition before the deadline are decided (TimeOutTurn);
+        return how many. A stall since the last check is made up for first."""
         now = self.clock()
         work: list[Work] = []
-        keys = [self.keys.deadlines(p) for p in self.owned]
-        found = await self.transport.due(keys, int(now * 1000), 200)
-        for key, due in zip(keys, found, strict=True):
-            for match_id in due:
+        owned = list(self.owned)
+        found = await self.transport.deadlines_due(
+            owned, GROUP, DEADLINES_PER_CHECK, self.settings.stall_ms
+        )
+        for p, due in zip(owned, found, strict=True):
+            if due.shifted_ms:
+                self._stalled(p, due.shifted_ms)
+            key = self.keys.deadlines(p)
+            for match_id in due.matches:
                 state = await self.matches.load(match_id)
                 if state is None or state.phase != "playing":
                     await self.transport.reschedule(key, match_id, None)
+                    await self.transport.reschedule(self.keys.turn_began(p), match_id, None)
                     continue
                 command = TimeOutTurn(seat=state.turn, version=state.version)
                 env = CommandEnvelope(
@@ -220,6 +263,15 @@ class Referee(GroupWorker):
         if work:
             await self.decide_and_append(work)
         return len(work)
+
+    def _stalled(self, partition: int, shifted_ms: int) -> None:
+        DEADLINE_STALLS.labels(str(partition)).inc()
+        log.warning(
+            "deadlines pushed back: nobody checked them for a while",
+            partition=partition,
+            shifted_ms=shifted_ms,
+            consumer=self.name,
+        )
 
     async def check_watched(self) -> int:
         """Check the watched matches that are due: send again the turn of each one that has
@@ -325,11 +377,14 @@ class Referee(GroupWorker):
         while work:
             pending: list[Pending] = []
             later: list[Work] = []
-            ahead: dict[str, MatchState] = {}
+            ahead: dict[str, Decision] = {}
             deciding = time.perf_counter()
+            times = await self._turn_times(work)
             for w in work:
                 try:
-                    decided = await self._decide(w, ahead)
+                    decided = await self._decide(w, ahead, times)
+                except UNREACHABLE:  # Redis is away: the batch stays pending and comes again
+                    raise
                 except Exception as e:  # one bad match must not hold up the batch
                     await self._park(w, e)
                     continue
@@ -338,7 +393,7 @@ class Referee(GroupWorker):
                 if isinstance(decided, Work):  # refused against a state not stored yet
                     later.append(decided)
                     continue
-                ahead[decided.request.match_id] = decided.decision.state
+                ahead[decided.request.match_id] = decided.decision
                 pending.append(decided)
             if not pending:
                 work = later
@@ -424,7 +479,35 @@ class Referee(GroupWorker):
             self._outcomes["dead"].inc()
             w.acked = True
 
-    async def _decide(self, w: Work, ahead: dict[str, MatchState]) -> Pending | Work | None:
+    async def _turn_times(self, work: list[Work]) -> dict[str, TurnTimes]:
+        """When the current turn began and is over, on the Redis server's clock, for each
+        match of ``work`` a move from a stream may be late for (one round trip; none when no
+        match of the batch has deadlines). A stall found is made up for first."""
+        asked: dict[int, list[str]] = {}
+        for w in work:
+            if w.entry is None or not isinstance(w.envelope.command, MOVES):
+                continue
+            match_id = w.envelope.match_id
+            cached = self.matches.cache.get(match_id)
+            if cached is not None and not cached.deadline_ms:
+                continue
+            try:
+                partition = self.keys.partition_of(match_id)
+            except InvalidMatchId:
+                continue  # rejected when decided
+            ids = asked.setdefault(partition, [])
+            if match_id not in ids:
+                ids.append(match_id)
+        if not asked:
+            return {}
+        read = await self.transport.turn_times(asked, self.settings.stall_ms)
+        for partition, shifted in read.shifted.items():
+            self._stalled(partition, shifted)
+        return read.turns
+
+    async def _decide(
+        self, w: Work, ahead: dict[str, Decision], times: dict[str, TurnTimes]
+    ) -> Pending | Work | None:
         """The append for ``w``; None when it was answered (rejected or dropped); ``w``
         itself when it must wait for the batch's earlier appends of its match."""
         env = w.envelope
@@ -436,7 +519,7 @@ class Referee(GroupWorker):
             return None
         batched = ahead.get(match_id)
         if batched is not None:
-            outcome = self._decide_against(batched, w)
+            outcome = self._decide_against(batched.state, w, _times_after(batched, times))
             if isinstance(outcome, Rejection):
                 return w  # decided against an append still on its way: decide again after it
             decision = outcome
@@ -444,7 +527,7 @@ class Referee(GroupWorker):
             # Taken out of the repository while it is decided and appended: what is cached
             # is only ever what is stored.
             state = await self.matches.take(match_id)
-            outcome = self._decide_against(state, w)
+            outcome = self._decide_against(state, w, times.get(match_id))
             if isinstance(outcome, Rejection):
                 rechecked = await self._recheck(w, state, outcome)
                 if rechecked is None:
@@ -479,7 +562,7 @@ class Referee(GroupWorker):
             return None
         if version != (0 if state is None else state.version):  # the cache was behind
             state = await self.matches.take(match_id, fresh=True)
-            again = self._decide_against(state, w)
+            again = self._decide_against(state, w, await self._fresh_times(w))
             if not isinstance(again, Rejection):
                 return again
             rejection = again
@@ -492,15 +575,24 @@ class Referee(GroupWorker):
         if state is not None:
             self.matches.stored(match_id, state)
 
-    def _decide_against(self, state: MatchState | None, w: Work) -> Decision | Rejection:
+    async def _fresh_times(self, w: Work) -> TurnTimes | None:
+        """The turn times of ``w``'s match read again (its cache was behind: so were they)."""
+        return (await self._turn_times([w])).get(w.envelope.match_id)
+
+    def _decide_against(
+        self, state: MatchState | None, w: Work, times: TurnTimes | None
+    ) -> Decision | Rejection:
+        entry = w.entry
         return decide_command(
             state,
             w.envelope,
             now=self.clock(),
             rng=self.rng,
             arrived=w.arrived,
-            from_stream=w.entry is not None,
+            from_stream=entry is not None,
             owned=True,  # taken out of the repository, or this batch's own
+            times=times,
+            arrived_ms=None if entry is None else entry.arrived_ms,
         )
 
     async def _reject(self, w: Work, rejection: Rejection) -> None:
@@ -553,3 +645,14 @@ class Referee(GroupWorker):
                     players=event.players,
                     family=event.rules.family,
                 )
+
+
+def _times_after(pending: Decision, times: dict[str, TurnTimes]) -> TurnTimes | None:
+    """The turn times after an append still on its way: it resets the deadline, and begins a
+    turn (when it does), after every command of its batch arrived."""
+    if pending.deadline_ms is None:
+        return None
+    if pending.new_turn:
+        return TurnTimes(LATER, LATER)
+    stored = times.get(pending.match_id)
+    return TurnTimes(0 if stored is None else stored.began_ms, LATER)

@@ -55,11 +55,22 @@ class OutboxEntry:
 class Schedule:
     """A sorted-set update in the same atomic append: `member` gets score `at_ms`, or is
     removed when `at_ms` is None. The key must carry the match's partition tag (e.g. the
-    partition's turn deadlines)."""
+    partition's turn deadlines).
+
+    With `relative`, `at_ms` counts from the store's clock when the append runs: on Redis the
+    server's own (`TIME`, read inside the append script), so a deadline never depends on the
+    clock of the process that asked for it.
+    """
 
     key: str
     member: str
     at_ms: int | None
+    relative: bool = False
+
+    @classmethod
+    def after(cls, key: str, member: str, ms: int) -> Schedule:
+        """`member` due `ms` milliseconds after the append, on the store's clock."""
+        return cls(key, member, ms, relative=True)
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -233,6 +244,14 @@ class EventStore(abc.ABC):
 
         Positions are opaque strings, increasing; `START` ("0") reads from the beginning.
         """
+
+    @abc.abstractmethod
+    async def last_position(self, partition: int) -> str:
+        """The position of the notification log's latest entry (``START`` when it has none)."""
+
+    @abc.abstractmethod
+    async def match_ids(self, partition: int) -> list[str]:
+        """Every match of the partition that has a log in this store (for rebuilds)."""
 
     @abc.abstractmethod
     async def scheduled(self, key: str) -> list[tuple[str, int]]:

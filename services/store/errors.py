@@ -2,6 +2,18 @@
 
 from __future__ import annotations
 
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+UNREACHABLE: tuple[type[BaseException], ...] = (
+    RedisConnectionError,  # refused, reset, closed, or the server still loading its data
+    RedisTimeoutError,
+    TimeoutError,
+    OSError,
+)
+"""What a store that cannot be reached just now raises (Redis away, paused, restarting): the
+work that met it is not at fault, and is tried again rather than given up."""
+
 
 class StoreError(Exception):
     """Base class of the errors the event store raises on purpose."""

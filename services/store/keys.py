@@ -6,9 +6,15 @@
     <prefix>:{p<n>}:cmd                 commands for the partition's referee
     <prefix>:{p<n>}:turns:<pool>        turns for one pool of bots (an outbox stream)
     <prefix>:{p<n>}:deadlines           sorted set: match id -> its turn's deadline (ms)
+    <prefix>:{p<n>}:began               sorted set: match id -> when its current turn began (ms)
+    <prefix>:{p<n>}:clock               when the partition's deadlines were last checked (ms)
     <prefix>:{p<n>}:watch               sorted set: live match id -> when to check it still moves
     <prefix>:{p<n>}:owner               the referee holding the partition (expiring lease)
     <prefix>:{p<n>}:proj:<name>[:...]   a projection's checkpoint and data
+    <prefix>:{p<n>}:seat:<match_id>     a lobby match: rules, seats, token hashes
+    <prefix>:{p<n>}:lobby               sorted set: the partition's matches waiting for players
+    <prefix>:{p<n>}:limit:holds:<id>    the limit holds a lobby match frees when it starts
+    <prefix>:{p<n>}:lease:<role>        a partition's lease held for another role (archiver)
     <prefix>:replies:<sender>           rejections back to one sender
     <prefix>:dead                       messages parked after failing too often
 
@@ -36,7 +42,7 @@ _NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 _SENDER = re.compile(r"[A-Za-z0-9_.:\-]{1,100}")
 # Every command and turn asks for its match's partition and its pool's stream: remembered.
 _PARTITIONS: dict[tuple[str, int], int] = {}
-_PARTITIONS_KEPT = 100_000
+_PARTITIONS_KEPT = 10_000
 _TURNS: dict[tuple[str, int, str], str] = {}
 _TURNS_KEPT = 4096
 EXTERNAL = "external"
@@ -140,6 +146,16 @@ class Keys:
         """The sorted set of turn deadlines of a partition's matches."""
         return f"{self.prefix}:{self.tag(partition)}:deadlines"
 
+    def turn_began(self, partition: int) -> str:
+        """The sorted set of when each of a partition's matches began its current turn, on the
+        Redis server's clock (a move that reached the commands before is not an answer to it)."""
+        return f"{self.prefix}:{self.tag(partition)}:began"
+
+    def clock(self, partition: int) -> str:
+        """When the owner of a partition last checked its deadlines, on the Redis server's
+        clock: a longer gap than a stall's is time nobody served the partition."""
+        return f"{self.prefix}:{self.tag(partition)}:clock"
+
     def watch(self, partition: int) -> str:
         """The sorted set of live matches: match id -> when to check that it still moves (and
         send its turn again if the turn was lost)."""
@@ -153,6 +169,35 @@ class Keys:
     def referees(self) -> str:
         """The sorted set of live referees' heartbeats."""
         return f"{self.prefix}:referees"
+
+    def lease(self, partition: int, role: str) -> str:
+        """The lease naming the process of ``role`` (e.g. the archiver) holding a partition;
+        the referees' is :meth:`owner`."""
+        if _NAME.fullmatch(role) is None:
+            raise ValueError(f"invalid role name {role!r}")
+        return f"{self.prefix}:{self.tag(partition)}:lease:{role}"
+
+    def holders(self, role: str) -> str:
+        """The sorted set of the heartbeats of the live processes of ``role``."""
+        if _NAME.fullmatch(role) is None:
+            raise ValueError(f"invalid role name {role!r}")
+        return f"{self.prefix}:holders:{role}"
+
+    def lobby_match(self, match_id: str) -> str:
+        """A lobby match's hash: rules, seats, names, token hashes (services/lobby/tables.py)."""
+        return f"{self.prefix}:{self.tag(self.partition_of(match_id))}:seat:{match_id}"
+
+    def lobby(self, partition: int) -> str:
+        """The sorted set of a partition's lobby matches waiting for players."""
+        return f"{self.prefix}:{self.tag(partition)}:lobby"
+
+    def seat_token(self, digest: str) -> str:
+        """Which match and seat a seat token (its SHA-256) opens."""
+        return f"{self.prefix}:{self.tag(partition_of(digest, self.partitions))}:token:{digest}"
+
+    def holds(self, match_id: str) -> str:
+        """The set of limit holds a lobby match frees when it starts."""
+        return f"{self.prefix}:{self.tag(self.partition_of(match_id))}:limit:holds:{match_id}"
 
     def replies(self, sender: str) -> str:
         """Where rejections for ``sender`` are sent; ValueError for a bad sender name."""

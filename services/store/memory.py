@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from services.store.base import (
@@ -49,12 +49,18 @@ class MemoryStreams:
     """Streams with consumer groups, sorted-set schedules and acknowledgements, in memory.
 
     Entry ids are ``<n>-0`` with ``n`` counting up per stream, as Redis would give them within
-    one millisecond. Groups start at the beginning of a stream (as ``XGROUP CREATE ... 0``).
+    one millisecond; each entry also keeps when it arrived on ``wall`` (what a Redis entry id's
+    time says). Groups start at the beginning of a stream (as ``XGROUP CREATE ... 0``).
     """
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
         self.clock = clock
-        self._entries: dict[str, list[tuple[int, dict[bytes, bytes]]]] = {}
+        self.wall = wall
+        self._entries: dict[str, list[tuple[int, dict[bytes, bytes], int]]] = {}
         self._next: dict[str, int] = {}
         self._groups: dict[tuple[str, str], _Group] = {}
         self._acked: dict[tuple[str, str], set[str]] = {}
@@ -64,7 +70,7 @@ class MemoryStreams:
     def contents(self) -> dict[str, object]:
         """Entries and schedules (not group state), for comparing before and after."""
         return {
-            "entries": {k: [dict(f) for _, f in v] for k, v in self._entries.items()},
+            "entries": {k: [dict(f) for _, f, _ in v] for k, v in self._entries.items()},
             "schedules": {k: dict(v) for k, v in self.schedules.items()},
         }
 
@@ -73,7 +79,7 @@ class MemoryStreams:
         n = self._next.get(stream, 0) + 1
         self._next[stream] = n
         entries = self._entries.setdefault(stream, [])
-        entries.append((n, fields))
+        entries.append((n, fields, int(self.wall() * 1000)))
         if maxlen is not None and len(entries) > maxlen:
             del entries[: len(entries) - maxlen]
         self._changed.set()
@@ -82,7 +88,7 @@ class MemoryStreams:
 
     def entries(self, stream: str) -> list[tuple[bytes, dict[bytes, bytes]]]:
         """Every entry of a stream with its id."""
-        return [(f"{n}-0".encode(), f) for n, f in self._entries.get(stream, ())]
+        return [(f"{n}-0".encode(), f) for n, f, _ in self._entries.get(stream, ())]
 
     def create_group(self, stream: str, group: str) -> None:
         """Create ``group`` at the start of ``stream`` unless it exists."""
@@ -98,7 +104,7 @@ class MemoryStreams:
         now = self.clock()
         for stream in streams:
             state = self._groups.setdefault((stream, group), _Group())
-            for n, fields in self._entries.get(stream, ()):
+            for n, fields, _ in self._entries.get(stream, ()):
                 if len(out) >= count:
                     return out
                 if n <= state.last:
@@ -109,6 +115,25 @@ class MemoryStreams:
                 out.append((stream, entry_id, fields))
         return out
 
+    def trim(self, stream: str) -> int:
+        """Drop the entries of ``stream`` every group of it was delivered and acknowledged,
+        keeping the last one delivered (as ``XTRIM MINID`` does on Redis); return how many
+        went. A stream without groups is left alone."""
+        bounds = []
+        for (name, _), state in self._groups.items():
+            if name != stream:
+                continue
+            pending = [int(entry_id.split(b"-")[0]) for entry_id in state.pending]
+            bounds.append(min([state.last, *pending]))
+        entries = self._entries.get(stream)
+        if not bounds or not entries:
+            return 0
+        floor = min(bounds)
+        kept = [entry for entry in entries if entry[0] >= floor]
+        removed = len(entries) - len(kept)
+        self._entries[stream] = kept
+        return removed
+
     def pending(self, stream: str, group: str) -> dict[bytes, PendingEntry]:
         """The entries of ``stream`` delivered to ``group`` and not acknowledged (a copy)."""
         state = self._groups.get((stream, group))
@@ -117,23 +142,46 @@ class MemoryStreams:
     def fields(self, stream: str, entry_id: bytes) -> dict[bytes, bytes] | None:
         """The fields of an entry, None if it is gone."""
         n = int(entry_id.split(b"-")[0])
-        for m, f in self._entries.get(stream, ()):
+        for m, f, _ in self._entries.get(stream, ()):
             if m == n:
                 return f
         return None
 
+    def arrived(self, stream: str, entry_id: bytes) -> int:
+        """When an entry arrived (ms on ``wall``); 0 if it is gone."""
+        n = int(entry_id.split(b"-")[0])
+        for m, _, at in self._entries.get(stream, ()):
+            if m == n:
+                return at
+        return 0
+
+    def oldest_unprocessed(self, stream: str, group: str) -> int | None:
+        """When the oldest entry of ``stream`` that ``group`` has not finished with (pending,
+        or not delivered yet) arrived (ms on ``wall``); None if there is none."""
+        state = self._groups.get((stream, group)) or _Group()
+        for n, _, at in self._entries.get(stream, ()):
+            if n > state.last or f"{n}-0".encode() in state.pending:
+                return at
+        return None
+
     def claim(
-        self, stream: str, group: str, consumer: str, min_idle_s: float, count: int
+        self,
+        stream: str,
+        group: str,
+        consumer: str,
+        min_idle_s: float,
+        count: int,
+        skip: Collection[bytes] = (),
     ) -> list[tuple[bytes, PendingEntry]]:
-        """Pending entries idle for ``min_idle_s``, now pending with ``consumer`` (delivered
-        once more)."""
+        """Pending entries idle for ``min_idle_s`` (but those in ``skip``), now pending with
+        ``consumer`` (delivered once more)."""
         state = self._groups.get((stream, group))
         if state is None:
             return []
         now = self.clock()
         out: list[tuple[bytes, PendingEntry]] = []
         for entry_id, p in sorted(state.pending.items(), key=lambda item: item[1].since):
-            if len(out) >= count or now - p.since < min_idle_s:
+            if len(out) >= count or now - p.since < min_idle_s or entry_id in skip:
                 continue
             p.consumer, p.deliveries, p.since = consumer, p.deliveries + 1, now
             out.append((entry_id, p))
@@ -171,13 +219,20 @@ class MemoryEventStore(EventStore):
     """Event store kept in dicts and lists of this process."""
 
     def __init__(
-        self, *, partitions: int = DEFAULT_PARTITIONS, prefix: str = DEFAULT_PREFIX
+        self,
+        *,
+        partitions: int = DEFAULT_PARTITIONS,
+        prefix: str = DEFAULT_PREFIX,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.keys = Keys(prefix, partitions)
+        self.clock = clock
+        """The store's wall clock (seconds): relative schedules count from it, and the
+        entries of its streams arrive on it (what the Redis server's clock is on Redis)."""
         self._matches: dict[str, list[Recorded]] = {}
         self._dedupe: dict[str, dict[str, AppendResult]] = {}
         self._logs: list[list[Recorded]] = [[] for _ in range(partitions)]
-        self.streams = MemoryStreams()
+        self.streams = MemoryStreams(wall=lambda: self.clock())
 
     async def append(
         self,
@@ -262,7 +317,10 @@ class MemoryEventStore(EventStore):
         for entry in outbox:
             self.streams.add(entry.stream, {b"__data__": bytes(entry.payload)})
         for change in schedule:
-            self.streams.schedule(change.key, change.member, change.at_ms)
+            at = change.at_ms
+            if at is not None and change.relative:
+                at += int(self.clock() * 1000)
+            self.streams.schedule(change.key, change.member, at)
         result = AppendResult(expected_version + 1, expected_version + len(recorded))
         self._dedupe.setdefault(match_id, {})[command_id] = result
         return result
@@ -303,6 +361,16 @@ class MemoryEventStore(EventStore):
         start = _index(after)
         log = self._logs[partition][start : start + count]
         return [(str(start + i), record) for i, record in enumerate(log, start=1)]
+
+    async def last_position(self, partition: int) -> str:
+        """The position of the partition log's latest entry (``START`` when it has none)."""
+        self.keys.check_partition(partition)
+        return str(len(self._logs[partition])) if self._logs[partition] else START
+
+    async def match_ids(self, partition: int) -> list[str]:
+        """Every match of the partition with events."""
+        self.keys.check_partition(partition)
+        return [m for m in self._matches if self.keys.partition_of(m) == partition]
 
     async def scheduled(self, key: str) -> list[tuple[str, int]]:
         """Members of a schedule set with their times, soonest first."""

@@ -46,7 +46,7 @@ APPEND = LuaScript(
 -- ARGV: match id, expected version, command id, event count n, outbox count m, ack count
 --       a (0 or 1), the ack's group and entry id if a = 1, n (type, data) pairs, m outbox
 --       payloads, then a (member, time) pair per schedule entry, an empty time meaning
---       remove the member
+--       remove the member and '+<ms>' that many ms after this server's clock (TIME)
 -- Reply: 0 when applied, {1, 'first:last'} for a duplicate, {2, actual version} on conflict
 local expected = tonumber(ARGV[2])
 local actual = redis.call('XLEN', KEYS[1])
@@ -84,11 +84,20 @@ for _ = 1, tonumber(ARGV[5]) do
   redis.call('XADD', KEYS[k], '*', '__data__', ARGV[j])
   j, k = j + 1, k + 1
 end
+local now
 for s = k, #KEYS do
-  if ARGV[j + 1] == '' then
+  local at = ARGV[j + 1]
+  if at == '' then
     redis.call('ZREM', KEYS[s], ARGV[j])
   else
-    redis.call('ZADD', KEYS[s], ARGV[j + 1], ARGV[j])
+    if string.byte(at) == 43 then -- '+': a deadline counts from this server's clock
+      if not now then
+        local t = redis.call('TIME')
+        now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+      end
+      at = now + tonumber(string.sub(at, 2))
+    end
+    redis.call('ZADD', KEYS[s], at, ARGV[j])
   end
   j = j + 2
 end
@@ -254,7 +263,8 @@ class RedisEventStore(EventStore):
             args.append(entry.payload)
         for change in schedule:
             keys.append(change.key)
-            args += (change.member, "" if change.at_ms is None else change.at_ms)
+            at = change.at_ms
+            args += (change.member, "" if at is None else f"+{at}" if change.relative else at)
         return keys, args
 
     def _learn(self, match_id: str) -> tuple[int, str, str, str]:
@@ -300,18 +310,24 @@ class RedisEventStore(EventStore):
         """Up to `count` notification-log entries of a partition after position `after`."""
         self.keys.check_partition(partition)
         entries = await self._xrange(self.keys.log(partition), _after(after), "+", count)
-        return [
-            (
-                entry_id.decode(),
-                Recorded(
-                    fields[b"match"].decode(),
-                    int(fields[b"version"]),
-                    fields[b"type"].decode(),
-                    fields[b"__data__"],
-                ),
-            )
-            for entry_id, fields in entries
-        ]
+        return [(entry_id.decode(), _log_record(fields)) for entry_id, fields in entries]
+
+    async def last_position(self, partition: int) -> str:
+        """The id of the partition log's latest entry (``START`` when it has none)."""
+        self.keys.check_partition(partition)
+        last = await self.client.xrevrange(self.keys.log(partition), "+", "-", count=1)
+        return START if not last else cast(bytes, last[0][0]).decode()
+
+    async def match_ids(self, partition: int) -> list[str]:
+        """Every match of the partition with a stream here (a SCAN over every node)."""
+        self.keys.check_partition(partition)
+        head = f"{self.keys.prefix}:{self.keys.tag(partition)}:m:"
+        pattern = _glob_escape(head) + "*"
+        found = []
+        async for key in self.client.scan_iter(match=pattern, count=1000, _type="stream"):
+            name = key.decode() if isinstance(key, bytes) else str(key)
+            found.append(name[len(head) :])
+        return sorted(set(found))
 
     async def scheduled(self, key: str) -> list[tuple[str, int]]:
         """Members of a schedule set with their times, soonest first."""
@@ -337,6 +353,24 @@ class RedisEventStore(EventStore):
     async def aclose(self) -> None:
         """Close the client's connections."""
         await self.client.aclose()
+
+
+def _log_record(fields: dict[bytes, bytes]) -> Recorded:
+    """A notification-log entry as a record. An entry the append script did not write (a field
+    missing or unreadable) still has its place in the log: its fields come out empty (version
+    0), so that its reader refuses it, and passes over it, instead of stopping there."""
+    version = fields.get(b"version", b"")
+    return Recorded(
+        fields.get(b"match", b"").decode(errors="replace"),
+        int(version) if version.isdigit() and len(version) < 20 else 0,
+        fields.get(b"type", b"").decode(errors="replace"),
+        fields.get(b"__data__", b""),
+    )
+
+
+def _glob_escape(text: str) -> str:
+    """``text`` matched literally by a SCAN pattern."""
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
 
 
 def _after(position: str) -> str:

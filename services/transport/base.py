@@ -2,17 +2,19 @@
 
 Commands, turns and replies travel on streams read through consumer groups: a batch is read,
 processed and acknowledged; what a dead consumer left pending is claimed by another; what keeps
-failing is parked on the dead-letter stream. Turn deadlines sit in per-partition schedules, and
-referees hold expiring leases on partitions. The referee, the bot workers and the projector
-reach Redis only through this seam and the event store, so the same service code runs on the
-in-memory backend (one process, for fast tests) and on Redis.
+failing is parked on the dead-letter stream. Turn deadlines sit in per-partition schedules on
+the transport's clock — on Redis the server's, read inside the scripts, so no process's own
+clock decides when a turn is over — and referees hold expiring leases on partitions. The
+referee, the bot workers and the projector reach Redis only through this seam and the event
+store, so the same service code runs on the in-memory backend (one process, for fast tests)
+and on Redis.
 """
 
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from services.store.keys import Keys
 
@@ -22,12 +24,46 @@ DATA = b"__data__"
 
 @dataclass(slots=True)
 class Entry:
-    """One stream entry read through a group: where it came from, its id and its payload."""
+    """One stream entry read through a group: where it came from, its id and its payload,
+    and when it reached its stream (ms on the transport's clock: on Redis, its id's time)."""
 
     stream: str
     id: bytes
     data: bytes | None  # None when the entry has no ``__data__`` field
     deliveries: int = 1
+    arrived_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class DueDeadlines:
+    """One partition's deadlines as a check found them, on the transport's clock."""
+
+    matches: list[str]
+    """The matches whose turn is over, soonest first: every deadline passed with no command
+    that arrived before it still waiting."""
+    now_ms: int
+    shifted_ms: int = 0
+    """Every deadline of the partition was pushed back this much: the time since the last
+    check, which nobody spent serving it (a stall)."""
+    held: int = 0
+    """Deadlines passed that wait for commands which arrived before them to be processed."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnTimes:
+    """When a match's current turn began and when it is over (ms, the transport's clock)."""
+
+    began_ms: int
+    deadline_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class TurnTimesRead:
+    """The turn times of the matches asked for that have a deadline, and the stalls the read
+    found and made up for (partition -> ms every deadline there was pushed back)."""
+
+    turns: dict[str, TurnTimes]
+    shifted: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +81,18 @@ class Consumer(abc.ABC):
     name: str
     streams: list[str]
     """The streams read; a referee changes them as it gains or loses partitions."""
+    held: set[tuple[str, bytes]]
+    """(stream, id) of the entries this consumer's worker is handling now: read and not yet
+    done with, so never claimed back from under it however long they take."""
+
+    def hold(self, entries: Sequence[Entry]) -> None:
+        """Mark entries as being handled by this consumer (from their read to their end)."""
+        self.held.update((e.stream, e.id) for e in entries)
+
+    def release(self, entries: Sequence[Entry]) -> None:
+        """Done with entries, acknowledged or not: from now on a claim may take those that are
+        still pending (a batch that failed is handled again that way)."""
+        self.held.difference_update((e.stream, e.id) for e in entries)
 
     @abc.abstractmethod
     async def start(self) -> None:
@@ -61,8 +109,10 @@ class Consumer(abc.ABC):
 
     @abc.abstractmethod
     async def claim(self, min_idle_ms: int) -> list[Entry]:
-        """Take over entries pending with any consumer for ``min_idle_ms``; an entry delivered
-        more than the limit is dead-lettered instead of returned."""
+        """Take over entries pending with any consumer for ``min_idle_ms`` — but never one this
+        consumer holds (see :attr:`held`): a slow batch is not decided a second time beside
+        the first. An entry delivered more than the limit is dead-lettered instead of
+        returned."""
 
     @abc.abstractmethod
     async def dead_letter(self, entry: Entry, reason: str) -> None:
@@ -133,12 +183,42 @@ class Transport(abc.ABC):
         soonest first (one round trip for all of them)."""
 
     @abc.abstractmethod
+    async def deadlines_due(
+        self, partitions: Sequence[int], group: str, count: int, stall_ms: int
+    ) -> list[DueDeadlines]:
+        """Check each partition's turn deadlines on the transport's clock (one round trip for
+        all of them): up to ``count`` whose turn is over, soonest first.
+
+        A deadline is over only once every command that reached the partition's command
+        stream before it has been processed by ``group`` (acknowledged: neither pending nor
+        unread), so a move queued in time is never timed out. A check that finds more than
+        ``stall_ms`` since the partition's last check — Redis paused, its referee stalled or
+        gone — first pushes every deadline of the partition back by that gap: the players are
+        not charged the time nobody served them.
+        """
+
+    @abc.abstractmethod
+    async def turn_times(
+        self, matches: Mapping[int, Sequence[str]], stall_ms: int
+    ) -> TurnTimesRead:
+        """When the current turn of each match (by partition) began and when it is over, for
+        those with a deadline; a stall is made up for first, as :meth:`deadlines_due` does.
+        One round trip."""
+
+    @abc.abstractmethod
     async def reschedule(self, key: str, member: str, at_ms: int | None) -> None:
         """Set a member's time in a schedule, or remove it (``at_ms`` None)."""
 
     @abc.abstractmethod
     def leases(self) -> LeaseTable:
         """The partition lease table of this layout."""
+
+    @abc.abstractmethod
+    async def trim(self, streams: Sequence[str]) -> int:
+        """Remove from each stream the entries every consumer group reading it has been
+        delivered and has acknowledged (and nothing a group still needs: its pending entries
+        and what it has not read yet); a stream no group reads is left alone. Return how
+        many entries went."""
 
     async def aclose(self) -> None:
         """Release connections; the transport is unusable afterwards."""

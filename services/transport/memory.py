@@ -8,15 +8,26 @@ and bot workers in one event loop share one transport the way processes share a 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import structlog
 
 from services.store.memory import MemoryEventStore, MemoryStreams
-from services.transport.base import DATA, Consumer, Entry, LeaseTable, Message, Transport
+from services.transport.base import (
+    DATA,
+    Consumer,
+    DueDeadlines,
+    Entry,
+    LeaseTable,
+    Message,
+    Transport,
+    TurnTimes,
+    TurnTimesRead,
+)
 
 log = structlog.get_logger()
 REPLIES_KEPT = 10_000
+DEAD_KEPT = 10_000
 
 
 class MemoryConsumer(Consumer):
@@ -42,6 +53,7 @@ class MemoryConsumer(Consumer):
         self.block_ms = block_ms
         self.dead_letters = dead_letters
         self.max_deliveries = max_deliveries
+        self.held = set()
 
     async def start(self) -> None:
         """Create the group on every stream at the start."""
@@ -51,18 +63,28 @@ class MemoryConsumer(Consumer):
     async def read(self, pending: bool = False) -> list[Entry]:
         """The next batch of new entries (waiting up to ``block_ms`` for one), or this
         consumer's own pending entries with ``pending``."""
+        memory = self.memory
         if pending:
             return [
-                Entry(stream, entry_id, _data(self.memory.fields(stream, entry_id)), p.deliveries)
+                Entry(
+                    stream,
+                    entry_id,
+                    _data(memory.fields(stream, entry_id)),
+                    p.deliveries,
+                    memory.arrived(stream, entry_id),
+                )
                 for stream in self.streams
-                for entry_id, p in self.memory.pending(stream, self.group).items()
+                for entry_id, p in memory.pending(stream, self.group).items()
                 if p.consumer == self.name
             ]
-        found = self.memory.deliver(self.group, self.name, self.streams, self.count)
+        found = memory.deliver(self.group, self.name, self.streams, self.count)
         if not found:
-            await self.memory.wait(self.block_ms / 1000)
-            found = self.memory.deliver(self.group, self.name, self.streams, self.count)
-        return [Entry(stream, entry_id, fields.get(DATA)) for stream, entry_id, fields in found]
+            await memory.wait(self.block_ms / 1000)
+            found = memory.deliver(self.group, self.name, self.streams, self.count)
+        return [
+            Entry(stream, entry_id, fields.get(DATA), 1, memory.arrived(stream, entry_id))
+            for stream, entry_id, fields in found
+        ]
 
     async def ack(self, entries: Sequence[Entry]) -> None:
         """Acknowledge processed entries."""
@@ -70,17 +92,25 @@ class MemoryConsumer(Consumer):
             self.memory.ack(entry.stream, self.group, entry.id)
 
     async def claim(self, min_idle_ms: int) -> list[Entry]:
-        """Take over entries pending for ``min_idle_ms``; dead-letter those delivered too often."""
+        """Take over entries pending for ``min_idle_ms``, but those this consumer holds;
+        dead-letter those delivered too often."""
         claimed: list[Entry] = []
         for stream in self.streams:
+            held = {entry_id for s, entry_id in self.held if s == stream}
             for entry_id, p in self.memory.claim(
-                stream, self.group, self.name, min_idle_ms / 1000, self.count
+                stream, self.group, self.name, min_idle_ms / 1000, self.count, skip=held
             ):
                 fields = self.memory.fields(stream, entry_id)
                 if fields is None:
                     self.memory.ack(stream, self.group, entry_id)
                     continue
-                entry = Entry(stream, entry_id, fields.get(DATA), p.deliveries)
+                entry = Entry(
+                    stream,
+                    entry_id,
+                    fields.get(DATA),
+                    p.deliveries,
+                    self.memory.arrived(stream, entry_id),
+                )
                 if entry.deliveries > self.max_deliveries:
                     await self.dead_letter(entry, f"delivered {entry.deliveries} times")
                 else:
@@ -105,6 +135,7 @@ class MemoryConsumer(Consumer):
                 b"reason": reason.encode(),
                 DATA: entry.data or b"",
             },
+            maxlen=DEAD_KEPT,
         )
         self.memory.ack(entry.stream, self.group, entry.id)
         log.warning(
@@ -179,6 +210,7 @@ class MemoryTransport(Transport):
         self.keys = store.keys
         self.memory = store.streams
         self._leases = MemoryLeaseTable(clock)
+        self._checked: dict[int, int] = {}  # partition -> when its deadlines were last checked
 
     def consumer(
         self,
@@ -220,9 +252,65 @@ class MemoryTransport(Transport):
             out.append([member for _, member in ready[:count]])
         return out
 
+    def _now_ms(self) -> int:
+        return int(self.store.clock() * 1000)
+
+    def _make_up_for_stall(self, partition: int, now_ms: int, stall_ms: int) -> int:
+        """Push the partition's deadlines back by the time since its last check when that is
+        longer than a stall; return by how much (as the Redis scripts do)."""
+        last = self._checked.get(partition)
+        shifted = 0
+        if last is not None and now_ms - last > stall_ms:
+            shifted = now_ms - last
+            times = self.memory.schedules.get(self.keys.deadlines(partition), {})
+            for member in times:
+                times[member] += shifted
+        if last is None or now_ms - last >= 250 or now_ms < last:
+            self._checked[partition] = now_ms
+        return shifted
+
+    async def deadlines_due(
+        self, partitions: Sequence[int], group: str, count: int, stall_ms: int
+    ) -> list[DueDeadlines]:
+        """Each partition's deadlines checked on the store's clock: stalls made up for, then
+        what is due once the commands that arrived before it are processed."""
+        out: list[DueDeadlines] = []
+        for p in partitions:
+            now = self._now_ms()
+            shifted = self._make_up_for_stall(p, now, stall_ms)
+            oldest = self.memory.oldest_unprocessed(self.keys.commands(p), group)
+            limit = now if oldest is None else min(now, oldest)
+            times = self.memory.schedules.get(self.keys.deadlines(p), {})
+            ready = sorted((at, member) for member, at in times.items() if at <= limit)
+            held = sum(1 for at in times.values() if limit < at <= now)
+            out.append(DueDeadlines([m for _, m in ready[:count]], now, shifted, held))
+        return out
+
+    async def turn_times(
+        self, matches: Mapping[int, Sequence[str]], stall_ms: int
+    ) -> TurnTimesRead:
+        """When each match's turn began and is over, on the store's clock."""
+        read = TurnTimesRead({})
+        for p, ids in matches.items():
+            if not ids:
+                continue
+            shifted = self._make_up_for_stall(p, self._now_ms(), stall_ms)
+            if shifted:
+                read.shifted[p] = shifted
+            began = self.memory.schedules.get(self.keys.turn_began(p), {})
+            deadlines = self.memory.schedules.get(self.keys.deadlines(p), {})
+            for match_id in ids:
+                if match_id in began and match_id in deadlines:
+                    read.turns[match_id] = TurnTimes(began[match_id], deadlines[match_id])
+        return read
+
     async def reschedule(self, key: str, member: str, at_ms: int | None) -> None:
         """Set a member's time in a schedule, or remove it."""
         self.memory.schedule(key, member, at_ms)
+
+    async def trim(self, streams: Sequence[str]) -> int:
+        """Drop the entries every group of each stream was delivered and acknowledged."""
+        return sum(self.memory.trim(stream) for stream in streams)
 
     def leases(self) -> MemoryLeaseTable:
         """The lease table shared by every referee on this transport."""

@@ -16,21 +16,33 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, cast
 
 import structlog
 from redis.exceptions import ResponseError
+from redis.typing import StreamIdT
 
 from services.redis.connection import Client, is_cluster
-from services.redis.lua import LuaScript
+from services.redis.lua import Call, LuaScript
 from services.store.keys import Keys
-from services.transport.base import DATA, Consumer, Entry, LeaseTable, Message, Transport
+from services.transport.base import (
+    DATA,
+    Consumer,
+    DueDeadlines,
+    Entry,
+    LeaseTable,
+    Message,
+    Transport,
+    TurnTimes,
+    TurnTimesRead,
+)
 
 log = structlog.get_logger()
 REPLIES_KEPT = 10_000
 """A reply stream keeps about this many latest entries (a sender reads its own promptly)."""
+DEAD_KEPT = 10_000
+"""The dead-letter stream keeps exactly this many latest entries (docs/operations.md)."""
 
 
 async def ensure_groups(redis: Client, streams: Sequence[str], group: str) -> None:
@@ -66,7 +78,7 @@ class RedisConsumer(Consumer):
         self.block_ms = block_ms
         self.dead_letters = dead_letters
         self.max_deliveries = max_deliveries
-        self._claim_cursor: dict[str, str] = {}
+        self.held: set[tuple[str, bytes]] = set()
         self._fan = FanIn(self._read_one, block_ms) if is_cluster(redis) else None
 
     async def start(self) -> None:
@@ -136,45 +148,57 @@ class RedisConsumer(Consumer):
         await pipe.execute()
 
     async def claim(self, min_idle_ms: int) -> list[Entry]:
-        """Take over entries another consumer left pending for ``min_idle_ms`` (XAUTOCLAIM).
+        """Take over entries left pending for ``min_idle_ms`` (XPENDING IDLE, then XCLAIM of
+        those ids), skipping the ones this consumer holds — it is handling them now, however
+        long that takes — and those its fan-in has read but not handed out yet.
 
         An entry delivered more than ``max_deliveries`` times is parked on the dead-letter
         stream, acknowledged and logged instead of being returned.
         """
         claimed: list[Entry] = []
         for stream in list(self.streams):
-            reply = await self.redis.xautoclaim(
-                stream,
-                self.group,
-                self.name,
-                min_idle_time=min_idle_ms,
-                start_id=self._claim_cursor.get(stream, "0-0"),
-                count=self.count,
+            busy = {entry_id for s, entry_id in self.held if s == stream}
+            if self._fan is not None:
+                busy.update(e.id for e in self._fan.unread(stream))
+            rows = await self.redis.xpending_range(
+                stream, self.group, "-", "+", self.count + len(busy), idle=min_idle_ms
             )
-            cursor, messages = reply[0], reply[1]
-            self._claim_cursor[stream] = cursor.decode() if isinstance(cursor, bytes) else cursor
-            if not messages:
+            delivered = {_as_bytes(r["message_id"]): int(r["times_delivered"]) for r in rows}
+            ids = [i for i in delivered if i not in busy][: self.count]
+            if not ids:
                 continue
-            ids = [m[0] for m in messages if m[1] is not None]
-            counts = await self._deliveries(stream, ids)
+            messages = cast(
+                list[tuple[bytes | None, dict[bytes, bytes] | None]],
+                await self.redis.xclaim(
+                    stream, self.group, self.name, min_idle_ms, list[StreamIdT](ids)
+                ),
+            )
+            found: set[bytes] = set()
             for msg_id, fields in messages:
-                if fields is None:  # deleted while pending
-                    await self.redis.xack(stream, self.group, msg_id)
-                    continue
-                entry = Entry(stream, msg_id, fields.get(DATA), counts.get(msg_id, 1))
+                if msg_id is None or fields is None:  # deleted while pending (6.2 says so
+                    continue  # without its id)
+                found.add(msg_id)
+                entry = Entry(
+                    stream, msg_id, fields.get(DATA), delivered[msg_id] + 1, id_ms(msg_id)
+                )
                 if entry.deliveries > self.max_deliveries:
                     await self.dead_letter(entry, f"delivered {entry.deliveries} times")
                 else:
                     claimed.append(entry)
+            if len(found) < len(ids):
+                await self._drop_deleted(stream, [i for i in ids if i not in found])
         return claimed
 
-    async def _deliveries(self, stream: str, ids: Sequence[bytes]) -> dict[bytes, int]:
-        if not ids:
-            return {}
-        rows = await self.redis.xpending_range(
-            stream, self.group, min=ids[0], max=ids[-1], count=len(ids) * 2
-        )
-        return {_as_bytes(r["message_id"]): int(r["times_delivered"]) for r in rows}
+    async def _drop_deleted(self, stream: str, ids: Sequence[bytes]) -> None:
+        """Acknowledge the entries among ``ids`` that were deleted from the stream while
+        pending (Redis 7 drops them from the group itself; 6.2 keeps them)."""
+        pipe = self.redis.pipeline(transaction=False)
+        for entry_id in ids:
+            pipe.xrange(stream, entry_id, entry_id)
+        found = await pipe.execute()
+        gone = [entry_id for entry_id, rows in zip(ids, found, strict=True) if not rows]
+        if gone:
+            await self.redis.xack(stream, self.group, *gone)
 
     async def dead_letter(self, entry: Entry, reason: str) -> None:
         """Park an entry that cannot be processed, acknowledge it, and say why in the log."""
@@ -187,6 +211,8 @@ class RedisConsumer(Consumer):
                 "reason": reason,
                 DATA: entry.data or b"",
             },
+            maxlen=DEAD_KEPT,
+            approximate=False,
         )
         await self.redis.xack(entry.stream, self.group, entry.id)
         log.warning(
@@ -235,6 +261,10 @@ class FanIn:
         self._taken.set()  # the readers that waited for this read again
         self._taken = asyncio.Event()
         return batch
+
+    def unread(self, stream: str) -> list[Entry]:
+        """The entries of ``stream`` read and not yet handed out by :meth:`read`."""
+        return [e for e in self._ready if e.stream == stream]
 
     async def close(self) -> None:
         """Cancel every read."""
@@ -288,6 +318,40 @@ class FanIn:
                 await self._taken.wait()
 
 
+async def trim_consumed(redis: Client, stream: str) -> int:
+    """``XTRIM stream MINID`` at the oldest entry some consumer group of the stream still
+    needs: for each group, its oldest pending entry, else the last entry delivered to it (kept,
+    so the stream's own last id survives). Every entry below was delivered to every group and
+    acknowledged by it. A stream without groups (or without the stream) is left alone.
+
+    Nothing between reading the groups and trimming can make an older entry needed again:
+    deliveries and acknowledgements only move forward, and the services create their groups
+    once, at the start of the stream (:func:`ensure_groups`), before anything is trimmed."""
+    try:
+        groups = await redis.xinfo_groups(stream)
+    except ResponseError:  # no such stream
+        return 0
+    floor: tuple[int, int] | None = None
+    for group in groups:
+        bound = _entry_id(group["last-delivered-id"])
+        if int(group["pending"]):
+            summary = await redis.xpending(stream, group["name"])
+            oldest = summary.get("min")
+            if oldest is not None:
+                bound = min(bound, _entry_id(oldest))
+        floor = bound if floor is None else min(floor, bound)
+    if floor is None or floor == (0, 0):
+        return 0
+    removed: int = await redis.xtrim(stream, minid=f"{floor[0]}-{floor[1]}", approximate=False)
+    return removed
+
+
+def _entry_id(raw: object) -> tuple[int, int]:
+    text = raw.decode() if isinstance(raw, bytes) else str(raw)
+    ms, _, seq = text.partition("-")
+    return int(ms), int(seq or 0)
+
+
 def cancelled_here() -> bool:
     """Whether the running task was asked to stop (``Task.cancel``), as opposed to a
     CancelledError that a library raised from something it cancelled on its own."""
@@ -299,6 +363,12 @@ def _as_bytes(value: object) -> bytes:
     return value if isinstance(value, bytes) else str(value).encode()
 
 
+def id_ms(entry_id: bytes | str) -> int:
+    """The time in a stream entry id (``<ms>-<seq>``): when Redis added it, on its clock."""
+    raw = entry_id if isinstance(entry_id, bytes) else entry_id.encode()
+    return int(raw.partition(b"-")[0])
+
+
 def _entries(reply: Any) -> list[Entry]:
     out: list[Entry] = []
     if not reply:
@@ -306,9 +376,104 @@ def _entries(reply: Any) -> list[Entry]:
     for stream, messages in reply:
         name = stream.decode() if isinstance(stream, bytes) else stream
         for msg_id, fields in messages:
-            out.append(Entry(name, msg_id, fields.get(DATA) if fields else None))
+            out.append(Entry(name, msg_id, fields.get(DATA) if fields else None, 1, id_ms(msg_id)))
     return out
 
+
+_NOW = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+"""
+
+# The clock of a partition's deadlines: KEYS[1] its deadlines, KEYS[2] when they were last
+# checked, ARGV[1] the gap that is a stall (ms). A longer gap is time nobody served the
+# partition (Redis paused, the referee stalled or dead): every deadline is pushed back by it.
+# The last check is written at most every 250 ms (and whenever the clock went back).
+_STALL = (
+    _NOW
+    + """
+local last = tonumber(redis.call('GET', KEYS[2]))
+local shifted = 0
+if last and now - last > tonumber(ARGV[1]) then
+  shifted = now - last
+  local all = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+  for i = 1, #all, 2 do
+    redis.call('ZADD', KEYS[1], tonumber(all[i + 1]) + shifted, all[i])
+  end
+end
+if not last or now - last >= 250 or now < last then
+  redis.call('SET', KEYS[2], now)
+end
+"""
+)
+
+DEADLINES_DUE = LuaScript(
+    _STALL
+    + """
+-- KEYS[3]: the partition's commands. ARGV[2]: the group that processes them, ARGV[3]: how
+-- many due deadlines to return at most. A deadline is due once every command that arrived
+-- before it is processed: at most the arrival of the oldest command still pending or unread.
+local limit = now
+if redis.call('EXISTS', KEYS[3]) == 1 then
+  local delivered
+  for _, group in ipairs(redis.call('XINFO', 'GROUPS', KEYS[3])) do
+    local name, last_id
+    for i = 1, #group, 2 do
+      if group[i] == 'name' then name = group[i + 1] end
+      if group[i] == 'last-delivered-id' then last_id = group[i + 1] end
+    end
+    if name == ARGV[2] then delivered = last_id end
+  end
+  local oldest
+  if delivered then
+    local pending = redis.call('XPENDING', KEYS[3], ARGV[2])
+    if pending[1] > 0 then
+      oldest = pending[2]
+    else
+      local unread = redis.call('XRANGE', KEYS[3], '(' .. delivered, '+', 'COUNT', 1)
+      if unread[1] then oldest = unread[1][1] end
+    end
+  else
+    local unread = redis.call('XRANGE', KEYS[3], '-', '+', 'COUNT', 1)
+    if unread[1] then oldest = unread[1][1] end
+  end
+  if oldest then
+    local arrived = tonumber(string.match(oldest, '^(%d+)'))
+    if arrived < limit then limit = arrived end
+  end
+end
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', limit, 'LIMIT', 0, tonumber(ARGV[3]))
+local held = 0
+if limit < now then
+  held = redis.call('ZCOUNT', KEYS[1], '(' .. limit, now)
+end
+return {now, shifted, held, due}
+"""
+)
+
+TURN_TIMES = LuaScript(
+    _STALL
+    + """
+-- KEYS[3]: when each match's turn began. ARGV[2..]: the matches. Reply: the shift, then for
+-- each match when its turn began and its deadline ('' without one).
+local out = {shifted}
+for i = 2, #ARGV do
+  out[#out + 1] = redis.call('ZSCORE', KEYS[3], ARGV[i]) or ''
+  out[#out + 1] = redis.call('ZSCORE', KEYS[1], ARGV[i]) or ''
+end
+return out
+"""
+)
+
+HEARTBEAT = LuaScript(
+    _NOW
+    + """
+-- KEYS: the heartbeats. ARGV: the process, how long a beat lasts (ms). Reply: who is alive.
+redis.call('ZADD', KEYS[1], now, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
+return redis.call('ZRANGE', KEYS[1], 0, -1)
+"""
+)
 
 RENEW = LuaScript(
     """
@@ -330,37 +495,44 @@ return 0
 
 
 class RedisLeaseTable(LeaseTable):
-    """Leases as ``<prefix>:{pN}:owner`` keys with a TTL; heartbeats in ``<prefix>:referees``."""
+    """Leases as ``<prefix>:{pN}:owner`` keys with a TTL; heartbeats in ``<prefix>:referees``.
 
-    def __init__(self, redis: Client, keys: Keys) -> None:
+    Another ``role`` (the archiver, say) has leases of its own: ``<prefix>:{pN}:lease:<role>``,
+    heartbeats in ``<prefix>:holders:<role>``."""
+
+    def __init__(self, redis: Client, keys: Keys, role: str = "referee") -> None:
         self.redis = redis
         self.keys = keys
+        self.role = role
+        self._heartbeats = keys.referees if role == "referee" else keys.holders(role)
+
+    def _lease(self, partition: int) -> str:
+        if self.role == "referee":
+            return self.keys.owner(partition)
+        return self.keys.lease(partition, self.role)
 
     async def heartbeat(self, name: str, ttl_ms: int) -> list[str]:
-        """Record that ``name`` is alive; return every holder alive within ``ttl_ms``."""
-        now = int(time.time() * 1000)
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.zadd(self.keys.referees, {name: now})
-        pipe.zremrangebyscore(self.keys.referees, "-inf", now - ttl_ms)
-        pipe.zrange(self.keys.referees, 0, -1)
-        members = (await pipe.execute())[2]
+        """Record that ``name`` is alive; return every holder alive within ``ttl_ms``. Both
+        on the Redis server's clock, so a holder whose own clock is behind or ahead is
+        counted alive exactly as long as any other."""
+        members = await HEARTBEAT(self.redis, [self._heartbeats], [name, ttl_ms])
         return [m.decode() if isinstance(m, bytes) else str(m) for m in members]
 
     async def renew(self, partition: int, name: str, ttl_ms: int) -> bool:
         """Extend ``name``'s lease on ``partition``; False if it no longer holds it."""
-        return bool(await RENEW(self.redis, [self.keys.owner(partition)], [name, ttl_ms]))
+        return bool(await RENEW(self.redis, [self._lease(partition)], [name, ttl_ms]))
 
     async def take(self, partition: int, name: str, ttl_ms: int) -> bool:
         """Take ``partition`` if nobody holds it; True if ``name`` holds it now."""
-        return bool(await self.redis.set(self.keys.owner(partition), name, nx=True, px=ttl_ms))
+        return bool(await self.redis.set(self._lease(partition), name, nx=True, px=ttl_ms))
 
     async def release(self, partition: int, name: str) -> None:
         """Give ``partition`` back if ``name`` holds it."""
-        await RELEASE(self.redis, [self.keys.owner(partition)], [name])
+        await RELEASE(self.redis, [self._lease(partition)], [name])
 
     async def leave(self, name: str) -> None:
         """Remove ``name``'s heartbeat (on a clean stop)."""
-        await self.redis.zrem(self.keys.referees, name)
+        await self.redis.zrem(self._heartbeats, name)
 
 
 class RedisTransport(Transport):
@@ -415,6 +587,47 @@ class RedisTransport(Transport):
         replies = await pipe.execute()
         return [[m.decode() if isinstance(m, bytes) else str(m) for m in raw] for raw in replies]
 
+    async def deadlines_due(
+        self, partitions: Sequence[int], group: str, count: int, stall_ms: int
+    ) -> list[DueDeadlines]:
+        """Each partition's deadlines checked on the server's clock, in one script per
+        partition (pipelined): stalls made up for, then what is due."""
+        keys = self.keys
+        calls: list[Call] = [
+            ([keys.deadlines(p), keys.clock(p), keys.commands(p)], [stall_ms, group, count])
+            for p in partitions
+        ]
+        out: list[DueDeadlines] = []
+        for reply in await DEADLINES_DUE.many(self.redis, calls):
+            if isinstance(reply, Exception):
+                raise reply
+            now, shifted, held, due = reply
+            matches = [m.decode() if isinstance(m, bytes) else str(m) for m in due]
+            out.append(DueDeadlines(matches, int(now), int(shifted), int(held)))
+        return out
+
+    async def turn_times(
+        self, matches: Mapping[int, Sequence[str]], stall_ms: int
+    ) -> TurnTimesRead:
+        """When each match's turn began and is over, by partition, on the server's clock."""
+        keys = self.keys
+        asked = [(p, list(ids)) for p, ids in matches.items() if ids]
+        calls: list[Call] = [
+            ([keys.deadlines(p), keys.clock(p), keys.turn_began(p)], [stall_ms, *ids])
+            for p, ids in asked
+        ]
+        read = TurnTimesRead({})
+        for (p, ids), reply in zip(asked, await TURN_TIMES.many(self.redis, calls), strict=True):
+            if isinstance(reply, Exception):
+                raise reply
+            if int(reply[0]):
+                read.shifted[p] = int(reply[0])
+            for k, match_id in enumerate(ids):
+                began, deadline = reply[1 + 2 * k], reply[2 + 2 * k]
+                if began and deadline:
+                    read.turns[match_id] = TurnTimes(int(float(began)), int(float(deadline)))
+        return read
+
     async def reschedule(self, key: str, member: str, at_ms: int | None) -> None:
         """Set a member's time in a schedule, or remove it (``at_ms`` None)."""
         if at_ms is None:
@@ -425,3 +638,10 @@ class RedisTransport(Transport):
     def leases(self) -> RedisLeaseTable:
         """The partition lease table of this layout."""
         return RedisLeaseTable(self.redis, self.keys)
+
+    async def trim(self, streams: Sequence[str]) -> int:
+        """Trim each stream below what its groups still need (:func:`trim_consumed`)."""
+        removed = 0
+        for stream in streams:
+            removed += await trim_consumed(self.redis, stream)
+        return removed

@@ -1,9 +1,15 @@
 """A referee and house bots in this process over one backend, stepped by hand, with a clock
-the test moves: what the behaviour suites drive."""
+the test moves: what the behaviour suites drive.
+
+The clock is the referee's own, and on the in-memory backend the store's too. On Redis the
+deadlines run on the server's clock, which no test can move: :meth:`Table.until` waits for it.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import random
+import time
 from collections.abc import Sequence
 
 from engine.rules import Rules
@@ -18,6 +24,8 @@ from services.config import Settings
 from services.core.commands import ServiceClient
 from services.core.repository import fold
 from services.referee.service import Referee, Work
+from services.store.memory import MemoryEventStore
+from services.store.redis import RedisEventStore
 from tests.support.backends import Backend
 
 SENDER = "tester"
@@ -49,6 +57,7 @@ class Table:
         pool: str = "greedy",
         watch_ms: int = 1_000,
         clock: Clock | None = None,
+        stall_ms: int = 3_600_000,  # the clock is stepped by hand: a step is no stall
     ) -> None:
         self.backend = backend
         self.store = backend.store
@@ -60,8 +69,11 @@ class Table:
             claim_idle_ms=50,
             lease_ms=60_000,
             max_deliveries=3,
+            stall_ms=stall_ms,
         )
         self.clock = clock or Clock()
+        if isinstance(self.store, MemoryEventStore):
+            self.store.clock = self.clock
         self.referee = self.new_referee(name, watch_ms=watch_ms)
         self.pool = pool
         self.bots = BotWorker(
@@ -135,6 +147,35 @@ class Table:
             entries = await self.store.read_stream(stream)
             out += [JSON.decode_turn(e.fields[b"__data__"]) for e in entries]
         return out
+
+    async def deadline(self, match_id: str) -> int:
+        """The deadline of the match's current turn (ms, on the store's clock)."""
+        key = self.keys.deadlines(self.keys.partition_of(match_id))
+        return dict(await self.store.scheduled(key))[match_id]
+
+    async def until(self, at_ms: int, timeout_s: float = 30.0) -> None:
+        """Be at ``at_ms`` on the store's clock: the stepped clock moves there; on Redis the
+        server's clock is waited for."""
+        store = self.store
+        if isinstance(store, MemoryEventStore):
+            self.clock.now = max(self.clock.now, at_ms / 1000)
+            return
+        assert isinstance(store, RedisEventStore)
+        give_up = time.monotonic() + timeout_s
+        while True:
+            seconds, micros = await store.client.time()
+            now_ms = int(seconds) * 1000 + int(micros) // 1000
+            if now_ms >= at_ms:
+                return
+            assert time.monotonic() < give_up, f"the server's clock never reached {at_ms}"
+            await asyncio.sleep(min(0.5, (at_ms - now_ms) / 1000))
+
+    async def pass_time(self, seconds: float) -> None:
+        """Let ``seconds`` pass: the stepped clock moves; on Redis, they are waited out."""
+        if isinstance(self.store, MemoryEventStore):
+            self.clock.advance(seconds)
+        else:
+            await asyncio.sleep(seconds)
 
     def referee_work(self, match_id: str, command: AnyCommand, command_id: str) -> Work:
         """A command made inside the referee (no stream entry), as a deadline's timeout is."""

@@ -12,14 +12,26 @@ from engine.state import MatchState
 from engine.views import view_for
 from events.codec import JSON
 from events.envelope import CommandEnvelope
-from events.model import CreateMatch, DealRound, PlayTile, Rejection, TimeOutTurn
+from events.model import (
+    AnyCommand,
+    CreateMatch,
+    DealRound,
+    DrawTile,
+    PlayTile,
+    Rejection,
+    Resign,
+    TimeOutTurn,
+)
 from services.core.decision import Decision, append_request, decide_command
 from services.store.keys import Keys
+from services.transport.base import TurnTimes
 
 pytestmark = pytest.mark.behaviour
 
 
-def created(deadline_ms: int = 0, seats: tuple[str | None, ...] = ("greedy", "random")) -> Decision:
+def created(
+    deadline_ms: int = 0, seats: tuple[str | None, ...] = ("greedy", "random"), seed: int = 5
+) -> Decision:
     """A new two-player Straight match, dealt."""
     create = CreateMatch(
         rules=Rules.make("straight", players=2),
@@ -28,7 +40,7 @@ def created(deadline_ms: int = 0, seats: tuple[str | None, ...] = ("greedy", "ra
         deadline_ms=deadline_ms,
     )
     envelope = CommandEnvelope(match_id="m-1", command_id="create", command=create)
-    decision = decide_command(None, envelope, now=100.0, rng=random.Random(5))
+    decision = decide_command(None, envelope, now=100.0, rng=random.Random(seed))
     assert isinstance(decision, Decision)
     return decision
 
@@ -60,8 +72,9 @@ def test_the_same_state_command_clock_and_shuffle_give_the_same_decision() -> No
 def test_a_new_match_is_dealt_and_its_first_turn_and_deadline_are_decided() -> None:
     decision = created(deadline_ms=4_000)
     assert [e.__struct_config__.tag for e in decision.events] == ["match_created", "round_started"]
-    assert decision.deadline == 104.0
+    assert (decision.deadline_ms, decision.new_turn) == (4_000, True)
     assert decision.turn is not None and decision.turn.seat == decision.state.turn
+    assert decision.turn.deadline == 104.0  # as the referee's clock reckons it
     assert decision.turn.view.hand == tuple(sorted(decision.state.hands[decision.state.turn]))
 
 
@@ -105,7 +118,78 @@ def test_the_append_stores_the_events_the_turn_the_deadline_and_the_watch_in_one
     assert request.expected_version == 0
     assert [JSON.decode_envelope(e.data).version for e in request.events] == [1, 2]
     assert [o.stream for o in request.outbox] == [keys.turns(partition, "greedy")]
-    assert {(s.key, s.at_ms) for s in request.schedule} == {
-        (keys.deadlines(partition), 104_000),
-        (keys.watch(partition), 110_000),
+    assert {(s.key, s.at_ms, s.relative) for s in request.schedule} == {
+        (keys.deadlines(partition), 4_000, True),  # counted from the Redis server's clock
+        (keys.turn_began(partition), 0, True),
+        (keys.watch(partition), 110_000, False),
     }
+
+
+def decided_at(
+    state: MatchState, command: AnyCommand, arrived_ms: int, times: TurnTimes
+) -> Decision | Rejection:
+    """``command`` from a stream, reaching it at ``arrived_ms``, for a turn of ``times``."""
+    envelope = CommandEnvelope(match_id="m-1", command_id="x", command=command)
+    return decide_command(
+        state, envelope, now=1.0, rng=random.Random(1), times=times, arrived_ms=arrived_ms
+    )
+
+
+def test_a_move_that_reached_the_stream_before_its_deadline_is_decided_however_late() -> None:
+    """README (deadlines): the entry's time says when a move came, not when it is decided."""
+    state = created(deadline_ms=4_000).state
+    move = view_for(state, state.turn).legal[0]
+    times = TurnTimes(began_ms=100_000, deadline_ms=104_000)
+    assert isinstance(decided_at(state, move, 103_999, times), Decision)
+    assert isinstance(decided_at(state, move, 100_000, times), Decision)
+
+
+def test_a_move_that_reached_the_stream_at_or_after_its_deadline_is_refused_as_late() -> None:
+    state = created(deadline_ms=4_000).state
+    move = view_for(state, state.turn).legal[0]
+    times = TurnTimes(began_ms=100_000, deadline_ms=104_000)
+    for arrived in (104_000, 250_000):
+        late = decided_at(state, move, arrived, times)
+        assert isinstance(late, Rejection) and late.reason == "late", late
+    assert "146000 ms after" in str(decided_at(state, move, 250_000, times))
+
+
+def test_a_move_that_reached_the_stream_before_its_turn_began_is_not_an_answer_to_it() -> None:
+    """C4: when it came it was not the seat's turn (a move sent ahead, or one for an earlier
+    turn of the seat, such as the one it timed out on)."""
+    state = created(deadline_ms=4_000).state
+    move = view_for(state, state.turn).legal[0]
+    early = decided_at(state, move, 99_999, TurnTimes(began_ms=100_000, deadline_ms=104_000))
+    assert isinstance(early, Rejection) and (early.reason, early.rule) == ("not_your_turn", "C4")
+
+
+def test_resigning_is_no_move_of_a_turn_and_is_decided_whenever_it_comes() -> None:
+    state = created(deadline_ms=4_000).state
+    times = TurnTimes(began_ms=100_000, deadline_ms=104_000)
+    assert isinstance(decided_at(state, Resign(seat=state.turn), 900_000, times), Decision)
+    other = 1 - state.turn
+    assert isinstance(decided_at(state, Resign(seat=other), 1, times), Decision)
+
+
+def test_a_turn_begins_with_another_seat_or_round_and_a_draw_keeps_it() -> None:
+    """S3: a seat that draws goes on with the same turn: when it began stays, the deadline
+    is counted again from the draw."""
+    for seed in range(200):
+        state = created(deadline_ms=4_000, seed=seed).state
+        lead = view_for(state, state.turn).legal[0]
+        envelope = CommandEnvelope(match_id="m-1", command_id="lead", command=lead)
+        led = decide_command(state, envelope, now=101.0, rng=random.Random(1))
+        assert isinstance(led, Decision)
+        assert led.new_turn and led.state.turn != state.turn
+        if any(isinstance(m, DrawTile) for m in view_for(led.state, led.state.turn).legal):
+            break
+    else:
+        raise AssertionError("no deal of 200 left the second seat to draw")
+    draw = DrawTile(seat=led.state.turn)
+    envelope = CommandEnvelope(match_id="m-1", command_id="draw", command=draw)
+    drew = decide_command(led.state, envelope, now=102.0, rng=random.Random(1))
+    assert isinstance(drew, Decision)
+    assert drew.state.turn == led.state.turn and drew.deadline_ms == 4_000
+    assert not drew.new_turn
+    request = append_request(drew, Keys("dom", 8), Keys("dom", 8).partition_of("m-1"))
+    assert [s.key.rsplit(":", 1)[1] for s in request.schedule] == ["deadlines"]

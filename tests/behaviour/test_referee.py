@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from engine.rules import Rules
+from engine.views import view_for
 from events.codec import JSON
 from events.envelope import CommandEnvelope
 from events.model import DealRound, DrawTile, PassTurn, TimeOutTurn
@@ -130,14 +131,19 @@ async def test_an_unreadable_command_is_rejected_if_its_sender_can_be_read_else_
 async def test_a_turn_past_its_deadline_is_played_for_the_seat_and_a_stale_timeout_dropped(
     backend: Backend,
 ) -> None:
-    """Timeouts (README): the referee records TurnTimedOut and plays the default move."""
+    """Timeouts (README): the referee records TurnTimedOut and plays the default move, once
+    the turn's deadline has passed on the store's clock (on Redis the server's)."""
     table = await Table(backend).start()
-    state = await table.create("m-1", deadline_ms=5_000)
-    scheduled = await backend.store.scheduled(table.keys.deadlines(table.keys.partition_of("m-1")))
-    assert scheduled == [("m-1", int((table.clock.now + 5) * 1000))]
-    table.clock.advance(4.9)
+    state = await table.create("m-1", deadline_ms=3_000)
+    p = table.keys.partition_of("m-1")
+    [(_, began)] = await backend.store.scheduled(table.keys.turn_began(p))
+    deadline = await table.deadline("m-1")
+    assert deadline == began + 3_000
     assert await table.referee.fire_deadlines() == 0
-    table.clock.advance(0.2)
+    await table.until(deadline - 100)
+    if backend.name == "memory":  # the stepped clock stops right before the deadline
+        assert await table.referee.fire_deadlines() == 0
+    await table.until(deadline)
     assert await table.referee.fire_deadlines() == 1
     after = await table.state("m-1")
     assert tags(await table.log("m-1"))[state.version] == "turn_timed_out"
@@ -152,6 +158,63 @@ async def test_a_turn_past_its_deadline_is_played_for_the_seat_and_a_stale_timeo
     )
     assert (await table.state("m-1")).version == after.version
     assert await table.rejections() == []
+
+
+async def test_a_move_queued_before_its_deadline_is_decided_before_the_turn_times_out(
+    backend: Backend,
+) -> None:
+    """README (deadlines): the move reached the command stream in time; the referee gets to
+    it only after the deadline has passed, and its check holds the timeout until then."""
+    table = await Table(backend).start()
+    state = await table.create("m-1", bots=(None, None), deadline_ms=2_000)
+    move = view_for(state, state.turn).legal[0]
+    await table.send("m-1", move, "in-time")
+    await table.until(await table.deadline("m-1"))
+    assert await table.referee.fire_deadlines() == 0  # the move waits, unread
+    await table.referee.step()
+    [applied] = [e for e in await table.log("m-1") if e.version == state.version + 1]
+    assert applied.command_id == "in-time"
+    assert await table.rejections() == []
+
+
+async def test_a_move_that_reached_the_stream_after_its_deadline_is_refused_as_late(
+    backend: Backend,
+) -> None:
+    """However soon the referee reads it: the turn is timed out instead, and the seat is
+    told why."""
+    table = await Table(backend).start()
+    state = await table.create("m-1", bots=(None, None), deadline_ms=1_000)
+    move = view_for(state, state.turn).legal[0]
+    await table.until(await table.deadline("m-1"))
+    await table.send("m-1", move, "late")
+    await table.referee.step()
+    [rejected] = await table.rejections()
+    assert (rejected.command_id, rejected.rejection.reason) == ("late", "late")
+    assert await table.referee.fire_deadlines() == 1
+    assert tags(await table.log("m-1"))[state.version] == "turn_timed_out"
+
+
+async def test_a_gap_in_the_deadline_checks_longer_than_a_stall_is_given_back_to_the_turns(
+    backend: Backend,
+) -> None:
+    """Nobody checked the deadlines for 1.5 s (the referee stalled, say) and the turn's
+    deadline passed meanwhile: the next check pushes it back by the gap instead of timing
+    the turn out, and the turn times out once that time has passed too."""
+    table = await Table(backend, stall_ms=1_000).start()
+    await table.create("m-1", bots=(None, None), deadline_ms=1_000)
+    assert await table.referee.fire_deadlines() == 0  # a check: the clock starts
+    deadline = await table.deadline("m-1")
+    await table.until(deadline + 500)
+    assert await table.referee.fire_deadlines() == 0
+    pushed = await table.deadline("m-1")
+    assert pushed >= deadline + 1_000
+    for _ in range(300):  # checking all along, as the referee does: no more gaps
+        if await table.referee.fire_deadlines():
+            break
+        await table.pass_time(0.05)
+    assert "turn_timed_out" in tags(await table.log("m-1"))
+    if backend.name == "memory":
+        assert table.clock.now * 1000 >= pushed
 
 
 async def test_a_command_that_breaks_the_referee_is_parked_alone(backend: Backend) -> None:
@@ -326,6 +389,12 @@ class FailingStore(EventStore):
 
     async def scheduled(self, key: str) -> list[tuple[str, int]]:
         return await self.inner.scheduled(key)
+
+    async def last_position(self, partition: int) -> str:
+        return await self.inner.last_position(partition)
+
+    async def match_ids(self, partition: int) -> list[str]:
+        return await self.inner.match_ids(partition)
 
     async def read_stream(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         return await self.inner.read_stream(*args, **kwargs)

@@ -8,9 +8,12 @@ import asyncio
 import pytest
 
 from services.core.leases import PartitionLeases
-from services.transport.base import Entry, Message
-from services.transport.redis import FanIn
-from tests.support.backends import Backend
+from services.core.worker import GroupWorker
+from services.store.base import NewEvent, Schedule
+from services.transport import memory, redis
+from services.transport.base import Consumer, Entry, Message
+from services.transport.redis import FanIn, RedisConsumer
+from tests.support.backends import Backend, redis_backend
 
 pytestmark = [pytest.mark.behaviour, pytest.mark.anyio]
 
@@ -53,8 +56,6 @@ async def test_an_entry_that_keeps_failing_is_dead_lettered_with_the_reason(
     assert [e.data for e in await first.read()] == [b"poison"]  # delivery 1, never acked
     deliveries = []
     for _ in range(4):
-        if hasattr(other, "_claim_cursor"):
-            other._claim_cursor.clear()  # XAUTOCLAIM's cursor: start over each time
         deliveries.append([e.deliveries for e in await other.claim(min_idle_ms=0)])
     assert deliveries == [[2], [3], [], []]  # the 4th delivery is parked instead
     [parked] = await backend.store.read_stream(keys.dead_letters)
@@ -139,3 +140,231 @@ async def test_a_fan_in_hands_over_what_each_stream_brought_and_no_more_until_as
         assert fan._errors == []  # the failures were raised as one
     finally:
         await fan.close()
+
+
+class SlowWorker(GroupWorker):
+    """Handles each batch slowly (far past the claim's idle time), failing the first ``fail``
+    batches; records what it was handed."""
+
+    def __init__(self, reader: Consumer, *, claim_idle_ms: int, fail: int = 0) -> None:
+        super().__init__()
+        self.reader = reader
+        self.claim_idle_ms = claim_idle_ms
+        self.fail = fail
+        self.handed: list[bytes | None] = []
+
+    async def handle(self, entries: list[Entry]) -> None:
+        self.handed += [e.data for e in entries]
+        await asyncio.sleep(0.3)
+        if self.fail:
+            self.fail -= 1
+            raise RuntimeError("this batch fails")
+        await self.reader.ack(entries)
+
+
+async def test_a_slow_batch_is_not_claimed_back_from_under_the_worker_handling_it(
+    backend: Backend,
+) -> None:
+    """An entry a worker is still handling is idle to Redis, but claiming it back would decide
+    it a second time beside the first (a command refused, then applied): its own reclaim loop
+    leaves it alone however long it takes, and another consumer's claim would too."""
+    stream = backend.store.keys.commands(0)
+    reader = backend.transport.consumer("g", "c1", [stream], count=10, max_deliveries=5)
+    worker = SlowWorker(reader, claim_idle_ms=40)
+    await reader.start()
+    await backend.transport.publish([Message(stream, b"one"), Message(stream, b"two")])
+    serving = asyncio.create_task(worker.serve())
+    try:
+        for _ in range(100):
+            if len(worker.handed) >= 2 and not reader.held:
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)  # several reclaim periods more
+        assert worker.handed == [b"one", b"two"]
+        assert await reader.read(pending=True) == []
+    finally:
+        worker.stop()
+        await serving
+
+
+async def test_a_batch_that_failed_is_claimed_and_handled_again_by_the_same_worker(
+    backend: Backend,
+) -> None:
+    """Once its handling has ended in failure, a batch left pending is the reclaim loop's."""
+    stream = backend.store.keys.commands(0)
+    reader = backend.transport.consumer("g", "c1", [stream], count=10, max_deliveries=5)
+    worker = SlowWorker(reader, claim_idle_ms=40, fail=1)
+    await reader.start()
+    await backend.transport.publish([Message(stream, b"once more")])
+    serving = asyncio.create_task(worker.serve())
+    try:
+        for _ in range(100):
+            if len(worker.handed) >= 2 and not reader.held:
+                break
+            await asyncio.sleep(0.05)
+        assert worker.handed == [b"once more", b"once more"]
+        assert await reader.read(pending=True) == []
+    finally:
+        worker.stop()
+        await serving
+
+
+async def test_an_entry_deleted_while_pending_is_acknowledged_by_the_next_claim(
+    redis_url: str, key_prefix: str
+) -> None:
+    """Redis 7 drops it from the group when it is claimed; 6.2 answers it without its id,
+    and the claim finds it gone from the stream: either way nothing stays pending for good."""
+    async with redis_backend(redis_url, key_prefix) as backend:
+        stream = backend.store.keys.commands(0)
+        first = backend.transport.consumer("g", "c1", [stream], count=10, max_deliveries=3)
+        other = backend.transport.consumer("g", "c2", [stream], count=10, max_deliveries=3)
+        await first.start()
+        await backend.transport.publish([Message(stream, b"gone"), Message(stream, b"kept")])
+        gone, kept = await first.read()
+        assert isinstance(first, RedisConsumer)
+        await first.redis.xdel(stream, gone.id)
+        await asyncio.sleep(0.01)
+        assert [e.data for e in await other.claim(min_idle_ms=1)] == [b"kept"]
+        assert [e.id for e in await other.read(pending=True)] == [kept.id]
+        assert await first.read(pending=True) == []
+
+
+async def test_a_batch_read_while_the_one_before_failed_is_handled_next(
+    backend: Backend,
+) -> None:
+    """The next batch is read while one is handled; if that one fails, the next is still
+    handled — dropping it would leave its entries pending and held for good."""
+    stream = backend.store.keys.commands(0)
+    reader = backend.transport.consumer("g", "c1", [stream], count=10, max_deliveries=5)
+    worker = SlowWorker(reader, claim_idle_ms=40, fail=1)
+    await reader.start()
+    await backend.transport.publish([Message(stream, b"first")])
+    serving = asyncio.create_task(worker.serve())
+    try:
+        for _ in range(100):
+            if worker.handed:
+                break
+            await asyncio.sleep(0.01)
+        await backend.transport.publish([Message(stream, b"second")])  # read while it fails
+        for _ in range(100):
+            if len(worker.handed) >= 3 and not reader.held:
+                break
+            await asyncio.sleep(0.05)
+        assert sorted(d or b"" for d in worker.handed) == [b"first", b"first", b"second"]
+        assert await reader.read(pending=True) == []
+    finally:
+        worker.stop()
+        await serving
+
+
+async def test_a_stream_is_trimmed_below_what_its_groups_have_read_and_acknowledged(
+    backend: Backend,
+) -> None:
+    """Storage: an entry goes once every group has been delivered it and acknowledged it; an
+    entry pending with any group, or not yet read by one, stays."""
+    stream = backend.store.keys.commands(0)
+    first = backend.transport.consumer("g1", "c1", [stream], count=3, max_deliveries=3)
+    second = backend.transport.consumer("g2", "c1", [stream], count=10, max_deliveries=3)
+    await first.start()
+    await second.start()
+    await backend.transport.publish([Message(stream, f"m{k}".encode()) for k in range(6)])
+    read = await second.read()
+    await second.ack(read)
+    assert await backend.transport.trim([stream]) == 0  # g1 has read nothing
+    mine = await first.read()  # m0 m1 m2
+    await first.ack(mine[:1])
+    assert await backend.transport.trim([stream]) == 1  # m0 went; m1 is pending with g1
+    await first.ack(mine[1:])
+    assert await backend.transport.trim([stream]) == 1  # m1; m2, the last g1 read, stays
+    left = [e.fields[b"__data__"] for e in await backend.store.read_stream(stream)]
+    assert left == [b"m2", b"m3", b"m4", b"m5"]
+    assert [e.data for e in await first.read()] == [b"m3", b"m4", b"m5"]  # nothing lost
+
+
+async def test_a_stream_no_group_reads_is_not_trimmed(backend: Backend) -> None:
+    stream = backend.store.keys.commands(1)
+    await backend.transport.publish([Message(stream, b"unread")])
+    assert await backend.transport.trim([stream, backend.store.keys.commands(2)]) == 0
+    assert len(await backend.store.read_stream(stream)) == 1
+
+
+async def test_the_dead_letter_stream_keeps_only_its_latest_entries(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Storage (docs/operations.md): dead letters are bounded, the oldest dropped first."""
+    keys = backend.store.keys
+    stream = keys.commands(3)
+    reader = backend.transport.consumer("g", "c1", [stream], count=50, max_deliveries=3)
+    await reader.start()
+    await backend.transport.publish([Message(stream, b"x%d" % k) for k in range(12)])
+    entries = await reader.read()
+    monkeypatch.setattr(memory, "DEAD_KEPT", 10)
+    monkeypatch.setattr(redis, "DEAD_KEPT", 10)
+    for entry in entries:
+        await reader.dead_letter(entry, "test")
+    parked = await backend.store.read_stream(keys.dead_letters)
+    assert [e.fields[b"__data__"] for e in parked] == [b"x%d" % k for k in range(2, 12)]
+
+
+async def test_a_deadline_is_due_only_once_every_command_that_arrived_before_it_is_processed(
+    backend: Backend,
+) -> None:
+    """On the transport's clock (the Redis server's), a deadline that passed waits while a
+    command that reached the partition before it is unread or pending: a move queued in time
+    is decided before its turn is timed out. A command that came after it holds nothing."""
+    keys, transport = backend.store.keys, backend.transport
+    commands, deadlines = keys.commands(1), keys.deadlines(1)
+    reader = transport.consumer("referee", "r1", [commands], count=10, max_deliveries=3)
+    await reader.start()
+    await transport.publish([Message(commands, b"queued in time")])
+    [first] = await transport.deadlines_due([1], "referee", 10, stall_ms=60_000)
+    arrived = first.now_ms  # the command is at least this old
+    await transport.reschedule(deadlines, "before", arrived - 10_000)
+    while (await transport.deadlines_due([1], "referee", 10, 60_000))[0].now_ms <= arrived + 1:
+        await asyncio.sleep(0.005)
+    await transport.reschedule(deadlines, "after", arrived + 1)
+    unread = (await transport.deadlines_due([1], "referee", 10, 60_000))[0]
+    [entry] = await reader.read()
+    assert entry.arrived_ms <= arrived
+    pending = (await transport.deadlines_due([1], "referee", 10, 60_000))[0]
+    await reader.ack([entry])
+    await transport.publish([Message(commands, b"came later")])
+    processed = (await transport.deadlines_due([1], "referee", 10, 60_000))[0]
+    assert (unread.matches, unread.held) == (["before"], 1)
+    assert (pending.matches, pending.held) == (["before"], 1)
+    assert (processed.matches, processed.held) == (["before", "after"], 0)
+
+
+async def test_a_gap_in_the_deadline_checks_longer_than_a_stall_pushes_every_deadline_back(
+    backend: Backend,
+) -> None:
+    """Nobody checked the partition's deadlines for longer than a stall (Redis paused, the
+    referee stalled or died): the next check first gives every turn that time back."""
+    keys, transport = backend.store.keys, backend.transport
+    deadlines = keys.deadlines(2)
+    [first] = await transport.deadlines_due([2], "referee", 10, stall_ms=60_000)
+    await transport.reschedule(deadlines, "m1", first.now_ms + 300)
+    await asyncio.sleep(0.6)
+    [again] = await transport.deadlines_due([2], "referee", 10, stall_ms=400)
+    gap = again.now_ms - first.now_ms
+    assert again.matches == [] and again.shifted_ms == gap >= 600
+    assert await backend.store.scheduled(deadlines) == [("m1", first.now_ms + 300 + gap)]
+    [soon] = await transport.deadlines_due([2], "referee", 10, stall_ms=60_000)
+    assert soon.shifted_ms == 0
+
+
+async def test_turn_times_say_when_each_turn_began_and_is_over_on_the_stores_clock(
+    backend: Backend,
+) -> None:
+    """The append that starts a turn sets both from one reading of the store's clock."""
+    store, keys = backend.store, backend.store.keys
+    p = keys.partition_of("m1")
+    schedule = [
+        Schedule.after(keys.deadlines(p), "m1", 2_000),
+        Schedule.after(keys.turn_began(p), "m1", 0),
+    ]
+    await store.append("m1", [NewEvent("a", b"{}")], 0, "c1", schedule=schedule)
+    read = await backend.transport.turn_times({p: ["m1", "m-none"]}, stall_ms=60_000)
+    times = read.turns["m1"]
+    assert times.deadline_ms == times.began_ms + 2_000
+    assert "m-none" not in read.turns and read.shifted == {}

@@ -43,6 +43,8 @@ WARMUP_S = 2.0
 MEASURE_S = 8.0
 FINISHED = 50
 """Matches played to their end for the per-match figures of service.capacity."""
+RETENTION_S = 15.0
+"""The bench's DOMINO_ARCHIVE_AFTER_S: finished matches are archived this long after."""
 TICK_S = os.sysconf("SC_CLK_TCK")
 
 
@@ -115,14 +117,19 @@ def _service(
 ) -> tuple[Window, dict[str, Any]]:
     """The workload on the Redis at ``url``: its measured window, and (``finish``) what
     FINISHED whole matches leave behind."""
+    logs = tempfile.TemporaryDirectory(prefix="domino-bench-")
     settings = Settings(
         redis_url=url,
         prefix="bench",
         log_level="info",
         cluster=cluster,
         durability=durability,  # type: ignore[arg-type]
+        archive=str(Path(logs.name) / "archive"),
+        archive_after_s=RETENTION_S,  # short, so that the archived figure is reached
+        dedupe_keep_s=5.0,
+        log_keep_s=2.0,
+        trim_every_s=1.0,
     )
-    logs = tempfile.TemporaryDirectory(prefix="domino-bench-")
     with logs, Stack(url, settings, pools={}, projector=True, log_dir=logs.name) as stack:
         pids = {name: p.pid for name, p in stack.processes.items()}
         return uvloop.run(_drive(url, settings, pids, finish))
@@ -168,6 +175,7 @@ async def _drive(
     )
     task = asyncio.create_task(worker.run())
     finished: dict[str, Any] = {}
+    base_memory = int((await redis.info("memory"))["used_memory"])
     try:
         ids = [
             await client.create_match(rules, ["random"] * 4, deadline_ms=30_000)
@@ -192,9 +200,18 @@ async def _drive(
             net_bytes=after[2] - before[2],
         )
         if finish:
+            memory = int((await redis.info("memory"))["used_memory"])
+            store = RedisEventStore(redis, partitions=settings.partitions, prefix=settings.prefix)
+            events = sum([await store.version(m) for m in ids])
+            live = {
+                "live_matches": MATCHES,
+                "events_per_live_match": round(events / MATCHES),
+                "redis_bytes_per_live_event": round((memory - base_memory) / events),
+            }
             for match_id in ids:  # the window's matches are not part of what follows
                 await client.send(match_id, CancelMatch())
-            finished = await _finished(redis, client, worker, settings)
+            await _archived(redis, settings, ids)
+            finished = {**live, **await _finished(redis, client, worker, settings)}
         return window, finished
     finally:
         worker.stop()
@@ -247,15 +264,32 @@ async def _finished(
                 events += len(log)
                 break
             await asyncio.sleep(0.2)
-    await asyncio.sleep(1.0)  # the projector's last writes
+    await asyncio.sleep(2.0 + 2 * settings.trim_every_s + settings.log_keep_s)  # trimmed
     stats = await redis.info("commandstats")
     calls = sum(int(v["calls"]) for v in stats.values()) - calls
-    memory = int((await redis.info("memory"))["used_memory"]) - memory
+    retained = int((await redis.info("memory"))["used_memory"]) - memory
+    retained_keys = int(await redis.dbsize()) - keys
+    await _archived(redis, settings, ids)
+    archived = int((await redis.info("memory"))["used_memory"]) - memory
     return {
         "finished_matches": FINISHED,
         "events_per_finished_match": round(events / FINISHED),
         "moves_per_finished_match": round((worker.moves - moves) / FINISHED),
-        "redis_bytes_per_finished_match": round(memory / FINISHED),
-        "redis_keys_per_finished_match": round((int(await redis.dbsize()) - keys) / FINISHED, 1),
+        "redis_bytes_per_finished_match": round(retained / FINISHED),
+        "redis_keys_per_finished_match": round(retained_keys / FINISHED, 1),
+        "redis_bytes_per_archived_match": round(archived / FINISHED),
+        "redis_keys_per_archived_match": round((int(await redis.dbsize()) - keys) / FINISHED, 1),
         "redis_calls_per_finished_match": round(calls / FINISHED),
     }
+
+
+async def _archived(redis: Client, settings: Settings, ids: list[str]) -> None:
+    """Wait until the matches have left Redis for the archive (and the streams are trimmed
+    behind them)."""
+    keys = Keys(settings.prefix, settings.partitions)
+    deadline = time.monotonic() + RETENTION_S + 120
+    while any([await redis.exists(keys.match(m)) for m in ids]):
+        if time.monotonic() > deadline:
+            raise TimeoutError("the matches were not archived")
+        await asyncio.sleep(0.5)
+    await asyncio.sleep(2.0 + 2 * settings.trim_every_s + settings.log_keep_s)

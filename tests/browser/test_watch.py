@@ -28,7 +28,7 @@ def test_the_watch_page_shows_each_move_as_it_arrives_and_survives_a_dropped_str
     """Moves appear as they are made; while the browser is offline the page says it is
     reconnecting, then resumes where it was: at the end (a resignation) it shows the match's
     last position, every event logged once and in order."""
-    player = service.steady_match(pace=0.2, target=100, start=False)
+    player = service.steady_match(pace=0.2, target=1000, start=False)
     match_id = player.match_id
     page.goto(f"{relay.url}/watch/{match_id}")
     expect(page.locator("#page")).to_have_attribute("data-page", "watch")

@@ -25,7 +25,19 @@ from jsonschema import Draft202012Validator
 
 from engine.game import decide, evolve, legal_moves
 from engine.verify import verify
-from events.model import AnyEvent, MatchEnded, Move, Rejection, RoundEnded
+from events.envelope import Envelope
+from events.model import (
+    AnyEvent,
+    MatchCreated,
+    MatchEnded,
+    Move,
+    Rejection,
+    RoundEnded,
+    TileDrawn,
+    TilePlayed,
+    TurnPassed,
+    TurnTimedOut,
+)
 from tests.gateway.conftest import PLAY_LIMITS, Gateways, create, free_port, join, wait_for_version
 from tests.service.conftest import fold
 
@@ -141,6 +153,9 @@ def test_the_documented_curl_session_runs_as_written_on_any_deal(gateways: Gatew
         match_id = re.findall(r"^MATCH=(m-\w+)$", out, flags=re.M)[-1]
         lines = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
         turns = [x for x in lines if x.get("type") == "turn"]
+        if len(turns) < 2 and _moves_of(g.log(match_id), "curl-bot") == len(turns):
+            continue  # the match ended before the session's second turn (step 5): a first
+            # tile that blocked both hands, say, and a count past the target; deal again
         assert len(turns) == 2 and all(t["view"]["legal"] for t in turns), out  # steps 3, 5
         leaders.add("we" if turns[0]["id"] == 2 else "the bot")
         answers = [x for x in lines if "accepted" in x or "error" in x]
@@ -154,6 +169,17 @@ def test_the_documented_curl_session_runs_as_written_on_any_deal(gateways: Gatew
         assert verify([e.event for e in log]) is None
         assert fold(log).phase == "over"
     assert leaders == {"we", "the bot"}, f"{runs} deals and always {leaders}"
+
+
+def _moves_of(log: list[Envelope], player: str) -> int:
+    """How many moves the seat of ``player`` made in a match that is over (-1 if not over)."""
+    if fold(log).phase != "over":
+        return -1
+    created = log[0].event
+    assert isinstance(created, MatchCreated)
+    seat = created.players.index(player)
+    moves = (TilePlayed, TileDrawn, TurnPassed, TurnTimedOut)
+    return sum(1 for e in log if isinstance(e.event, moves) and e.event.seat == seat)
 
 
 def test_until_turn_ends_a_seat_stream_after_its_turn_line_fresh_or_resumed(

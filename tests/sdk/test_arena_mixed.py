@@ -43,6 +43,17 @@ async def ratings(g: Gateways) -> dict[str, Any]:
         await redis.aclose()
 
 
+async def unfinished(g: Gateways, client: httpx.AsyncClient, arena_id: str) -> list[str]:
+    """Where the arena stands, and the last event of each of its matches still in play."""
+    arena = (await client.get(f"/api/v1/arenas/{arena_id}")).json()["arena"]
+    told = [f"status {arena['status']}, round {arena['round']}"]
+    for game in arena["playing"]:
+        log = await asyncio.to_thread(g.log, game["match_id"])
+        last = type(log[-1].event).__name__ if log else "nothing"
+        told.append(f"{game['match_id']}: {len(log)} events, the last {last}; {game['seats']}")
+    return told
+
+
 async def test_sdk_bots_a_raw_http_bot_and_a_house_pool_play_an_arena_and_are_rated_by_account(
     gateways: Gateways,
 ) -> None:
@@ -61,14 +72,17 @@ async def test_sdk_bots_a_raw_http_bot_and_a_house_pool_play_an_arena_and_are_ra
         }
         arena_id = await open_arena(client, body, [token for _, token in entrants.values()])
         games = 6  # four entrants, each meets three others twice
-        await asyncio.wait_for(
-            asyncio.gather(
-                Heaviest().play_account(url, entrants["sdka"][1], games=games),
-                Heaviest().play_account(url, entrants["sdkb"][1], games=games),
-                play_account(client, entrants["raw"][1], games, timeout=180),
-            ),
-            240,
-        )
+        try:
+            await asyncio.wait_for(
+                asyncio.gather(
+                    Heaviest().play_account(url, entrants["sdka"][1], games=games),
+                    Heaviest().play_account(url, entrants["sdkb"][1], games=games),
+                    play_account(client, entrants["raw"][1], games, timeout=180),
+                ),
+                240,
+            )
+        except TimeoutError:
+            pytest.fail(f"the arena did not finish: {await unfinished(gateways, client, arena_id)}")
         await final_standings(client, arena_id, OPERATOR)
         arena = (await client.get(f"/api/v1/arenas/{arena_id}")).json()["arena"]
     assert arena["status"] == "finished"

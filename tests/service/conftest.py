@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -26,8 +27,8 @@ def redis_url(topology_url: str) -> str:
 
 
 @pytest.fixture
-def settings(redis_url: str, key_prefix: str) -> Settings:
-    """Settings for one test's stack: its own key prefix, quick reclaiming."""
+def settings(redis_url: str, key_prefix: str, tmp_path: Path) -> Settings:
+    """Settings for one test's stack: its own key prefix and archive, quick reclaiming."""
     return Settings(
         redis_url=redis_url,
         prefix=key_prefix,
@@ -35,6 +36,7 @@ def settings(redis_url: str, key_prefix: str) -> Settings:
         claim_idle_ms=600,
         lease_ms=1500,
         log_level="warning",
+        archive=str(tmp_path / "archive"),
     )
 
 

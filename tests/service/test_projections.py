@@ -26,29 +26,10 @@ from services.store.projection import RedisCheckpoints
 from services.store.redis import RedisEventStore
 from tests.service.conftest import fold, wait_until_over
 from tests.service.test_hosted_matches import create
+from tests.support.checks import projection_snapshot
 from tests.support.topology import client_for
 
 pytestmark = pytest.mark.service
-
-
-async def snapshot(url: str, settings: Settings) -> dict[bytes, object]:
-    """Every projection key with its content."""
-    redis = client_for(url)
-    try:
-        out: dict[bytes, object] = {}
-        async for key in redis.scan_iter(match=f"{settings.prefix}:*:proj:*"):
-            kind = await redis.type(key)
-            if kind == b"hash":
-                out[key] = await redis.hgetall(key)
-            elif kind == b"zset":
-                out[key] = await redis.zrange(key, 0, -1, withscores=True)
-            elif kind == b"set":
-                out[key] = await redis.smembers(key)
-            else:
-                out[key] = await redis.get(key)
-        return out
-    finally:
-        await redis.aclose()
 
 
 def test_projections_rebuilt_from_the_log_equal_the_live_ones(
@@ -72,7 +53,7 @@ def test_projections_rebuilt_from_the_log_equal_the_live_ones(
         while sorted(asyncio.run(finished())) != sorted(ids):
             assert time.monotonic() < deadline, "the projector did not catch up"
             time.sleep(0.1)
-    live = asyncio.run(snapshot(redis_url, settings))
+    live = asyncio.run(projection_snapshot(redis_url, settings.prefix))
 
     async def results() -> list[ResultLine]:
         redis = client_for(redis_url)
@@ -103,7 +84,7 @@ def test_projections_rebuilt_from_the_log_equal_the_live_ones(
     )
     assert done.returncode == 0, done.stderr
     assert "rebuilt" in done.stdout
-    assert asyncio.run(snapshot(redis_url, settings)) == live
+    assert asyncio.run(projection_snapshot(redis_url, settings.prefix)) == live
 
 
 def test_a_match_list_reads_only_the_latest_of_each_partition(

@@ -69,6 +69,10 @@ class EventStoreContract:
         """True once `group` has acknowledged entry `entry_id` of `stream`."""
         raise NotImplementedError
 
+    async def clock_ms(self, store: EventStore) -> int:
+        """The store's own clock now, in ms (the Redis server's on Redis)."""
+        raise NotImplementedError
+
     def commands(self, store: EventStore, match_id: str) -> str:
         return store.keys.commands(partition_of(match_id, store.partitions))
 
@@ -208,6 +212,22 @@ class EventStoreContract:
         await store.append("m1", [], 3, "c4", schedule=[Schedule(deadlines, "never-set", None)])
         assert await store.scheduled(deadlines) == [(other, 500)]
 
+    async def test_a_relative_schedule_counts_from_the_stores_own_clock(
+        self, store: EventStore
+    ) -> None:
+        """A deadline is set on the store's clock when the append runs (on Redis, the
+        server's TIME inside the script), never on the clock of the process asking."""
+        deadlines = self.deadlines(store, "m1")
+        before = await self.clock_ms(store)
+        await store.append(
+            "m1", events("a"), 0, "c1", schedule=[Schedule.after(deadlines, "m1", 6_000)]
+        )
+        after = await self.clock_ms(store)
+
+        [(member, at)] = await store.scheduled(deadlines)
+        assert member == "m1"
+        assert before + 6_000 <= at <= after + 6_000
+
     @pytest.mark.parametrize(
         "change",
         [
@@ -273,6 +293,21 @@ class EventStoreContract:
         assert len(set(positions)) == len(positions)
         assert await store.read_log(partition, saved, 10) == []
         assert [r.type for _, r in await store.read_log(partition_of(other, 8))] == ["elsewhere"]
+
+    async def test_a_partition_lists_its_matches_and_its_logs_latest_position(
+        self, store: EventStore
+    ) -> None:
+        """What a rebuild from the match logs starts from (docs/storage.md)."""
+        partition = 5
+        m1, m2 = matches_in_partition(partition, 2)
+        assert await store.match_ids(partition) == []
+        assert await store.last_position(partition) == START
+        await store.append(m1, events("a", "b"), 0, "c1")
+        await store.append(m2, events("c"), 0, "c1")
+        assert sorted(await store.match_ids(partition)) == sorted([m1, m2])
+        last = await store.last_position(partition)
+        assert last == (await store.read_log(partition, START, 10))[-1][0]
+        assert await store.match_ids((partition + 1) % 8) == []
 
     async def test_read_log_rejects_an_unknown_partition(self, store: EventStore) -> None:
         for partition in (-1, 8):

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import copy
+import shutil
+import subprocess
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -11,6 +14,8 @@ import pytest
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import ResponseError
 
+from services.redis.connection import node_client
+from services.redis.servers import bundled_server_binary, private_server
 from services.store import (
     Ack,
     AppendRequest,
@@ -19,6 +24,7 @@ from services.store import (
     NewEvent,
     OutboxEntry,
     RedisEventStore,
+    Schedule,
     open_store,
     partition_of,
 )
@@ -50,6 +56,10 @@ class TestMemoryEventStore(EventStoreContract):
     async def acknowledged(self, store: EventStore, stream: str, group: str, entry_id: str) -> bool:
         assert isinstance(store, MemoryEventStore)
         return entry_id in store.acked(stream, group)
+
+    async def clock_ms(self, store: EventStore) -> int:
+        assert isinstance(store, MemoryEventStore)
+        return int(store.clock() * 1000)
 
 
 async def redis_snapshot(store: EventStore) -> dict[bytes, Any]:
@@ -91,6 +101,11 @@ class RedisStoreContract(EventStoreContract):
         assert isinstance(store, RedisEventStore)
         pending = await store.client.xpending_range(stream, group, "-", "+", 1000)
         return entry_id.encode() not in {p["message_id"] for p in pending}
+
+    async def clock_ms(self, store: EventStore) -> int:
+        assert isinstance(store, RedisEventStore)
+        seconds, micros = await store.client.time()
+        return int(seconds) * 1000 + int(micros) // 1000
 
     async def test_a_wrong_typed_ack_stream_fails_the_append_before_any_write(
         self, store: EventStore
@@ -188,3 +203,45 @@ class TestRedisClusterEventStore(RedisStoreContract):
             store.client.get_node_from_key(store.keys.log(p)) for p in range(store.keys.partitions)
         ]
         assert len({node.name for node in owners if node is not None}) == 3
+
+
+def _servers() -> dict[str, str]:
+    """Every redis-server at hand, by version: the bundled 6.2, and whatever is on PATH."""
+    found: dict[str, str] = {}
+    for binary in (bundled_server_binary(), shutil.which("redis-server")):
+        if binary is not None:
+            version = subprocess.run([binary, "--version"], capture_output=True, text=True)
+            found.setdefault(version.stdout.split()[2].removeprefix("v="), binary)
+    return found
+
+
+@pytest.mark.parametrize("binary", list(_servers().values()), ids=list(_servers()))
+async def test_a_deadline_taken_from_the_servers_clock_reaches_its_replica_as_written(
+    binary: str,
+) -> None:
+    """Scripts are replicated by their effects on Redis 6.2 and 7.0 alike, so an append may
+    read TIME before it writes: the replica gets the deadline the master computed, not a
+    second reading of its own clock."""
+    with (
+        private_server(appendfsync="no", binary=binary) as master_url,
+        private_server(appendfsync="no", binary=binary) as replica_url,
+    ):
+        master, replica = node_client(master_url), node_client(replica_url)
+        try:
+            port = int(master_url.rsplit(":", 1)[1])
+            await replica.replicaof("127.0.0.1", port)
+            for _ in range(200):
+                if (await replica.info("replication"))["master_link_status"] == "up":
+                    break
+                await asyncio.sleep(0.05)
+            store = RedisEventStore(master, prefix="replicated")
+            deadlines = store.keys.deadlines(store.keys.partition_of("m1"))
+            await store.append(
+                "m1", events("a"), 0, "c1", schedule=[Schedule.after(deadlines, "m1", 2_000)]
+            )
+            assert await master.wait(1, 5_000) == 1
+            written = await master.zscore(deadlines, "m1")
+            assert written is not None and await replica.zscore(deadlines, "m1") == written
+        finally:
+            await master.aclose()
+            await replica.aclose()

@@ -35,6 +35,9 @@ def test_every_key_of_a_match_and_its_partition_shares_one_slot() -> None:
             keys.log(partition),
             keys.turns(partition),
             keys.commands(partition),
+            keys.deadlines(partition),
+            keys.turn_began(partition),
+            keys.clock(partition),
             keys.projection("summaries", partition),
         ]
         assert len({slot(name) for name in names}) == 1, names
@@ -49,6 +52,9 @@ def test_the_layout_is_the_documented_one() -> None:
     assert keys.log(3) == "dom:{p3}:log"
     assert keys.turns(3, "greedy") == "dom:{p3}:turns:greedy"
     assert keys.commands(3) == "dom:{p3}:cmd"
+    assert keys.deadlines(3) == "dom:{p3}:deadlines"
+    assert keys.turn_began(3) == "dom:{p3}:began"
+    assert keys.clock(3) == "dom:{p3}:clock"
     assert keys.projection("lobby", 3) == "dom:{p3}:proj:lobby"
 
 
