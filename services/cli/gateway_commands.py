@@ -15,12 +15,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def cmd_gateway(args: argparse.Namespace) -> int:
     """Serve until SIGINT or SIGTERM."""
+    import msgspec
     import uvicorn  # imported here: every other subcommand starts faster without it
 
     from services.cli.args import CliError
     from services.config import ConfigError, Settings
     from services.gateway.app import create_app
     from services.gateway.config import GatewayConfigError, GatewaySettings
+    from services.gateway.connections import Limits, ensure_files, protocol_with
     from services.logs import configure
     from services.redis.apps import tune_gc
 
@@ -34,17 +36,28 @@ def cmd_gateway(args: argparse.Namespace) -> int:
     configure(settings.log_level, settings.log_format, service="gateway")
     host = args.host or config.host
     port = args.port if args.port is not None else config.port
-    app = create_app(settings, config)
+    config = msgspec.structs.replace(config, host=host, port=port)
+    try:
+        app = create_app(settings, config)
+    except GatewayConfigError as e:
+        raise CliError(str(e)) from None
     tune_gc()  # as every other service: many small objects per request, few that live on
+    ensure_files(config.max_connections)
+    limits = Limits(config.idle_s, config.head_s, config.body_s, config.max_connections)
     uvicorn.run(
         app,
         host=host,
         port=port,
         loop="uvloop",
-        http="httptools",
+        # httptools, with deadlines on what clients send and a cap on connections
+        # (services/gateway/connections.py says what uvicorn does not do on its own)
+        http=protocol_with(limits),
         lifespan="on",
         access_log=False,
-        proxy_headers=False,  # run it behind a proxy that sets them, and say so, if needed
+        # the client's address is the peer's, unless the peer is a proxy named as trusted:
+        # then it is the one that proxy put in X-Forwarded-For (deploy/nginx/)
+        proxy_headers=bool(config.trusted_proxies),
+        forwarded_allow_ips=config.trusted_proxies or None,
         server_header=False,
         log_level="warning",
         timeout_graceful_shutdown=2,

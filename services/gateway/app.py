@@ -24,7 +24,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request as StarletteRequest
 from starlette.responses import JSONResponse
-from starlette.routing import Route
+from starlette.routing import Match, Route
 
 from engine.game import decide, evolve
 from engine.rules import Family, NextLeader, Rules, RulesError
@@ -59,6 +59,7 @@ from services.gateway.hub import FeedUnavailable, Flight, Hub, Outcome
 from services.gateway.lane import ClusterLane, Lane
 from services.gateway.limits import Cap, Charge, Concurrency, Lease, RateLimit, release_match
 from services.gateway.openapi import openapi
+from services.gateway.origins import Origins
 from services.gateway.pages import Pages
 from services.gateway.players import Players
 from services.gateway.protocol import (
@@ -126,8 +127,8 @@ _FAMILIES: dict[str, Family] = {"express": "express", "straight": "straight"}
 _NEXT_LEADERS: dict[str, NextLeader] = {"after_winner": "after_winner", "rotate": "rotate"}
 T = TypeVar("T")
 REDIS_CONNECTIONS = 256
-SEATS_CACHED = 100_000
-"""The most tokens a gateway process remembers the seats of."""
+HOLDERS_CACHED_S = 3600.0
+"""How long a gateway remembers which account holds a seat (it never changes once taken)."""
 """Account and play streams an account may have open at once (per gateway process)."""
 RATINGS_FRESH_S = 30.0
 """How long the seek queue uses a ratings table before reading it again."""
@@ -199,9 +200,11 @@ class Gateway:
         self.public_streams = Concurrency(
             "streams_per_client", config.streams_per_client, topo, lease_s
         )
-        self._seats: SeatCache[tuple[str, int]] = SeatCache(size=SEATS_CACHED)  # token -> seat
-        self._accounts: SeatCache[Account] = SeatCache(ttl_s=5.0, size=SEATS_CACHED)
-        self._holders: SeatCache[str] = SeatCache(ttl_s=3600.0, size=SEATS_CACHED)
+        # what a token opens, looked up in Redis once per token_cache_s
+        cached_s, cached = config.token_cache_s, config.token_cache_size
+        self._seats: SeatCache[tuple[str, int]] = SeatCache(cached_s, cached)  # token -> seat
+        self._accounts: SeatCache[Account] = SeatCache(cached_s, cached)
+        self._holders: SeatCache[str] = SeatCache(HOLDERS_CACHED_S, cached)  # seat -> account
         self._ratings: dict[tuple[str, str], float] = {}
         self._standings = Standings(table=[], history={}, played={})
         self._standings_at = -RATINGS_FRESH_S
@@ -454,6 +457,11 @@ class Gateway:
         if account.banned:
             raise ApiError(403, "account_banned", "this account is banned")
         return account
+
+    def forget_token(self, request: Request) -> None:
+        """Forget what the request's account token opened: it was just rotated or revoked
+        here, and stops working here at once (elsewhere within DOMINO_GATEWAY_TOKEN_CACHE_S)."""
+        self._accounts.drop(digest(_bearer(request, "an account token")))
 
     async def account(self, request: Request) -> Account:
         """The account whose token the request bears; 401 without one."""
@@ -1465,12 +1473,24 @@ async def _http_error(request: StarletteRequest, exc: Exception) -> JSONResponse
     GATEWAY_REQUESTS.labels("unmatched", str(status)).inc()
     message = f"{request.method} is not allowed here" if status == 405 else str(exc)
     headers = getattr(exc, "headers", None)
+    if status == 405:  # every method of the path, not only those of the first route to match
+        headers = {**(headers or {}), "Allow": ", ".join(_allowed(request))}
     return JSONResponse({"error": code, "message": message}, status, headers=headers)
+
+
+def _allowed(request: StarletteRequest) -> list[str]:
+    """The methods the routes of the request's path answer (a path may have one route per
+    method: GET and POST /matches)."""
+    methods: set[str] = set()
+    for route in request.app.routes:
+        if isinstance(route, Route) and route.matches(request.scope)[0] != Match.NONE:
+            methods |= set(route.methods or ())
+    return sorted(methods)
 
 
 def _route_label(route: Route) -> str:
     """A route as its metrics name it: method and path template (``{seat}``, not
-    ``{seat:int}``)."""
+    ``{seat:seat}``)."""
     methods = " ".join(sorted(set(route.methods or ()) - {"HEAD"}))
     path = re.sub(r"\{(\w+):\w+\}", r"{\1}", route.path)
     return f"{methods} {path}"
@@ -1479,16 +1499,19 @@ def _route_label(route: Route) -> str:
 def create_app(
     settings: Settings, config: GatewaySettings | None = None, redis_url: str | None = None
 ) -> Starlette:
-    """The gateway app for ``settings`` (Redis, prefix, partitions) and ``config`` (limits)."""
+    """The gateway app for ``settings`` (Redis, prefix, partitions) and ``config`` (limits);
+    raises GatewayConfigError when ``config`` listens beyond loopback with no allowed hosts."""
     url = redis_url or settings.redis_url
     if not url:
         raise ValueError("the gateway needs a Redis: set REDIS_URL")
-    gw = Gateway(settings, config or GatewaySettings(), url)
+    config = config or GatewaySettings()
+    origins = Origins.of(config, config.host)
+    gw = Gateway(settings, config, url)
     register("gateway")  # for GET /metrics, with or without a metrics port
     p = Players(gw)
     m = f"{API}/matches/{{match_id}}"
-    moves = (f"{m}/seats/{{seat:int}}/moves", Endpoint(gw.move))
-    seat_stream = (f"{m}/seats/{{seat:int}}/stream", Endpoint(gw.seat_stream))
+    moves = (f"{m}/seats/{{seat:seat}}/moves", Endpoint(gw.move))
+    seat_stream = (f"{m}/seats/{{seat:seat}}/stream", Endpoint(gw.seat_stream))
     play = (f"{API}/account/play", Endpoint(p.play))
     routes = [
         Route("/healthz", Endpoint(gw.health), methods=["GET"]),
@@ -1544,6 +1567,7 @@ def create_app(
         # the hot paths (moves, and every line of the players' streams) skip the router's walk
         # and the middleware's wrapping of each write
         fast=[("POST", *moves), ("GET", *seat_stream), ("GET", *play)],
+        guard=origins.refusal,  # Host and Origin of what changes something (origins.py)
     )
     app.state.gateway = gw
     return app

@@ -23,6 +23,62 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
 
     host: Annotated[str, Var("DOMINO_GATEWAY_HOST", "address to listen on")] = "127.0.0.1"
     port: Annotated[int, Var("DOMINO_GATEWAY_PORT", "port to listen on")] = 8080
+    trusted_proxies: Annotated[
+        str,
+        Var(
+            "DOMINO_GATEWAY_TRUSTED_PROXIES",
+            "addresses or networks (comma-separated; * for any) of the reverse proxies in "
+            "front, whose X-Forwarded-For names the client; empty: the peer is the client",
+        ),
+    ] = ""
+    allowed_hosts: Annotated[
+        str,
+        Var(
+            "DOMINO_GATEWAY_ALLOWED_HOSTS",
+            "the Host names (comma-separated, with or without a port) a POST, PUT or DELETE may "
+            "carry, else 403; * for any; empty: any, allowed only when listening on loopback",
+        ),
+    ] = ""
+    allowed_origins: Annotated[
+        str,
+        Var(
+            "DOMINO_GATEWAY_ALLOWED_ORIGINS",
+            "other sites' origins (comma-separated, https://example.org) whose pages may POST, "
+            "PUT or DELETE; a request with any other Origin but the gateway's own gets 403",
+        ),
+    ] = ""
+    idle_s: Annotated[
+        float,
+        Var(
+            "DOMINO_GATEWAY_IDLE_S",
+            "a client connection with no request under way (new, or between two requests) is "
+            "closed after this many seconds without a byte",
+        ),
+    ] = 20.0
+    head_s: Annotated[
+        float,
+        Var(
+            "DOMINO_GATEWAY_HEAD_S",
+            "a request's head (its line and headers) must arrive within this many seconds of "
+            "its first byte (else 408, and the connection is closed)",
+        ),
+    ] = 10.0
+    body_s: Annotated[
+        float,
+        Var(
+            "DOMINO_GATEWAY_BODY_S",
+            "a request's body must arrive within this many seconds of its head (else the "
+            "connection is closed); no deadline runs while a response, a stream, is written",
+        ),
+    ] = 10.0
+    max_connections: Annotated[
+        int,
+        Var(
+            "DOMINO_GATEWAY_MAX_CONNECTIONS",
+            "client connections one gateway process keeps open at once, streams included; "
+            "past it a new one is answered 503 and closed",
+        ),
+    ] = 4096
     max_body_bytes: Annotated[
         int, Var("DOMINO_GATEWAY_MAX_BODY_BYTES", "larger request bodies are refused (413)")
     ] = 4096
@@ -146,6 +202,22 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
             " (7 days), if the archiver has not removed them with the match before",
         ),
     ] = 604_800
+    token_cache_s: Annotated[
+        float,
+        Var(
+            "DOMINO_GATEWAY_TOKEN_CACHE_S",
+            "a gateway process trusts its look-up of a seat or account token this long: a token "
+            "revoked, rotated or expired elsewhere stops working here within it",
+        ),
+    ] = 5.0
+    token_cache_size: Annotated[
+        int,
+        Var(
+            "DOMINO_GATEWAY_TOKEN_CACHE_SIZE",
+            "the most tokens (of seats, of accounts) a gateway process remembers, the least "
+            "recently used leaving first",
+        ),
+    ] = 100_000
     lobby_ttl_s: Annotated[
         int,
         Var(

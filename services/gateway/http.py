@@ -22,6 +22,7 @@ import structlog
 from prometheus_client import Counter, Histogram
 from redis.exceptions import RedisError
 from starlette.applications import Starlette
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.routing import compile_path
 from starlette.types import Receive, Scope, Send
 
@@ -104,7 +105,8 @@ class Request:
     def query(self, name: str) -> str | None:
         """A query parameter, or None."""
         if self._query is None:
-            self._query = dict(parse_qsl(self.scope.get("query_string", b"").decode("latin-1")))
+            query = self.scope.get("query_string", b"").decode("latin-1")
+            self._query = dict(parse_qsl(query, keep_blank_values=True))  # ?a= is a, empty
         return self._query.get(name)
 
     @property
@@ -130,7 +132,8 @@ class Request:
         """The whole body; raise ApiError 413 past ``limit`` bytes without reading it all."""
         declared = self.header(b"content-length")
         if declared is not None:
-            if not (declared.isascii() and declared.isdigit()):  # "²" is a digit to isdigit
+            # "²" is a digit to isdigit; and int() refuses (500) a number of 4301 digits
+            if not (declared.isascii() and declared.isdigit()) or len(declared) > 18:
                 raise ApiError(400, "bad_request", "Content-Length is not a number")
             if int(declared) > limit:
                 raise _too_large(limit)
@@ -158,6 +161,23 @@ def _too_large(limit: int) -> ApiError:
         max=limit,
     )
 
+
+class SeatConvertor(Convertor[int]):
+    """A seat in a path (``{seat:seat}``): 1 to 4 digits, so a path of thousands of digits is
+    no seat (404), not an int() that fails (500)."""
+
+    regex = "[0-9]{1,4}"
+
+    def convert(self, value: str) -> int:
+        """The seat's number."""
+        return int(value)
+
+    def to_string(self, value: int) -> str:
+        """The seat as a path spells it."""
+        return str(value)
+
+
+register_url_convertor("seat", SeatConvertor())
 
 Handler = Callable[[Request], Awaitable[Callable[[Scope, Receive, Send], Awaitable[None]]]]
 
@@ -276,16 +296,31 @@ class App(Starlette):
     routes: a request for one of ``fast`` (method, path as a Route spells it, endpoint) goes
     straight to its :class:`Endpoint`, with the path parameters the Route would give. An
     Endpoint answers every error itself, so the middleware has nothing to do for these; the
-    same routes stay in ``routes`` (documentation, and any request not taken here)."""
+    same routes stay in ``routes`` (documentation, and any request not taken here).
 
-    def __init__(self, *args: Any, fast: Sequence[tuple[str, str, Endpoint]] = (), **kw: Any):
+    Before any of it, ``guard`` may refuse a request (a Host or an Origin not allowed): its
+    ApiError is the answer."""
+
+    def __init__(
+        self,
+        *args: Any,
+        fast: Sequence[tuple[str, str, Endpoint]] = (),
+        guard: Callable[[Scope], ApiError | None] | None = None,
+        **kw: Any,
+    ):
         super().__init__(*args, **kw)
+        self.guard = guard
         self.fast = []
         for method, path, endpoint in fast:
             regex, _, convertors = compile_path(path)
             self.fast.append((method, regex, convertors, endpoint))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self.guard is not None:
+            refused = self.guard(scope)
+            if refused is not None:
+                await refused.response()(scope, receive, send)
+                return
         if scope["type"] == "http" and not scope.get("root_path"):
             for method, regex, convertors, endpoint in self.fast:
                 if scope["method"] != method:

@@ -17,6 +17,7 @@ from typing import Any, get_args
 import msgspec
 
 from events.model import MatchEnded, RoundEnded, TurnTimedOut
+from services.gateway.origins import STATE_CHANGING
 from services.gateway.players import ArenaBody, ChallengeBody, EntrantBody, RegisterBody, SeekBody
 from services.gateway.protocol import (
     API,
@@ -502,7 +503,11 @@ def _paths() -> dict[str, Any]:
                         "not_your_seat",
                         "account_banned",
                     ),
-                    "404": _error("no such match", "no_match"),
+                    "404": _error(
+                        "no such match, or a seat that is no whole number (no such path)",
+                        "no_match",
+                        "not_found",
+                    ),
                     "422": _error("an unknown format, events, until or views", "invalid_query"),
                     "429": _limited("streams_per_token", 1.0, "auth_failures"),
                     "503": _UNAVAILABLE,
@@ -550,6 +555,11 @@ def _paths() -> dict[str, Any]:
                         "wrong_seat",
                         "not_your_seat",
                         "account_banned",
+                    ),
+                    "404": _error(
+                        "no such match, or a seat that is no whole number (no such path)",
+                        "no_match",
+                        "not_found",
                     ),
                     "409": _refused(
                         "refused by the referee (`RejectedError`: the engine's reason and "
@@ -1242,6 +1252,39 @@ def _bearer(description: str, prefix: str | None = None) -> dict[str, Any]:
     return scheme
 
 
+_GUARDED = ("host_not_allowed", "origin_not_allowed")
+_GUARD = (
+    "a Host this gateway does not answer for, or an Origin not its own nor allowed "
+    "(services/gateway/origins.py)"
+)
+
+
+def _guarded(paths: dict[str, Any]) -> dict[str, Any]:
+    """Every operation that changes something may also be refused 403 for its Host or its
+    Origin, before anything else is looked at."""
+    for operations in paths.values():
+        for method, operation in operations.items():
+            if method.upper() not in STATE_CHANGING:
+                continue
+            answers = operation["responses"]
+            own = answers.get("403")
+            if own is None:
+                answers["403"] = _error(_GUARD, *_GUARDED)
+                continue
+            schema = own["content"]["application/json"]["schema"]
+            answers["403"] = {
+                **own,
+                "description": f"{own['description']}; or {_listed(_GUARD, _GUARDED)}",
+                "content": {
+                    "application/json": {
+                        **own["content"]["application/json"],
+                        "schema": {"anyOf": [schema, _coded(*_GUARDED)]},
+                    }
+                },
+            }
+    return paths
+
+
 @cache
 def openapi() -> dict[str, Any]:
     """The whole document."""
@@ -1254,7 +1297,7 @@ def openapi() -> dict[str, Any]:
             "(matches, seats, streams, moves) and docs/accounts.md (accounts, challenges, "
             "seeks, arenas).",
         },
-        "paths": {**_paths(), **_player_paths()},
+        "paths": _guarded({**_paths(), **_player_paths()}),
         "components": {
             "schemas": _schemas(),
             "headers": _headers(),

@@ -107,6 +107,7 @@ class Host(Protocol):
     def arenas(self) -> Arenas: ...
 
     async def account(self, request: Request) -> Account: ...
+    def forget_token(self, request: Request) -> None: ...
     async def lobby_write(self, request: Request) -> None: ...
     def operator(self, request: Request) -> None: ...
     async def under_cap(self, account: Account) -> None: ...
@@ -165,6 +166,7 @@ class Players:
         """POST /account/token: a new token (shown once); the old one stops working."""
         account = await self.gw.account(request)
         token = await self.gw.accounts.rotate(account.id)
+        self.gw.forget_token(request)
         log.info("account token rotated", account=account.id)
         return Response.json({"token": token})
 
@@ -172,6 +174,7 @@ class Players:
         """DELETE /account/token: the token stops working; the operator may issue another."""
         account = await self.gw.account(request)
         await self.gw.accounts.revoke(account.id)
+        self.gw.forget_token(request)
         log.info("account token revoked", account=account.id)
         return Response(204, b"")
 

@@ -42,6 +42,10 @@ class SeatCache(Generic[T]):
         self._seats.move_to_end(digest)
         return seat
 
+    def drop(self, digest: str) -> None:
+        """Forget a token hash (its token was revoked here): the next look-up asks Redis."""
+        self._seats.pop(digest, None)
+
     def put(self, digest: str, seat: T) -> None:
         """Remember a token hash's seat for ``ttl_s`` seconds."""
         self._seats[digest] = (self.clock() + self.ttl_s, seat)

@@ -75,11 +75,12 @@ class Gateways:
     strict_url: str  # tight limits
 
     def spawn_gateway(self, name: str, port: int, env: dict[str, str]) -> str:
-        """Start another gateway process on ``port``; return its URL once it answers."""
-        with _environ(env):
+        """Start another gateway process on ``port`` with ``env`` over :data:`UNCAPPED` (the
+        caps per address count what every test made from 127.0.0.1); its URL once it answers."""
+        with _environ({**UNCAPPED, **env}):
             self.stack.spawn(name, "gateway", "--host", "127.0.0.1", "--port", str(port))
         url = f"http://127.0.0.1:{port}"
-        wait_healthy(url, self.stack.processes[name])
+        wait_healthy(url, self.stack.processes[name], timeout=60.0)  # a loaded machine
         return url
 
     def log(self, match_id: str) -> list[Envelope]:
@@ -127,7 +128,7 @@ def free_port() -> int:
         return port
 
 
-def wait_healthy(url: str, process: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
+def wait_healthy(url: str, process: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
     """Wait until the gateway answers /healthz; fail if it exits or takes too long."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -29,6 +29,7 @@ from services.metrics import LATENCY, observe_many
 from tests.gateway.conftest import OPERATOR, create, free_port, join, wait_healthy
 from tests.service.conftest import wait_until_over
 from tests.support.cli import run_domino
+from tests.support.ports import consecutive_free_ports
 from tests.support.topology import client_for, sync_client_for
 
 pytestmark = pytest.mark.service
@@ -60,6 +61,8 @@ OWN = {  # the metrics each kind of process serves, as the contract names them
         "domino_gateway_open_streams",
         "domino_gateway_rate_limited_total",
         "domino_gateway_moves_total",
+        "domino_gateway_connections",
+        "domino_gateway_connections_closed_total",
     },
 }
 
@@ -77,24 +80,6 @@ class Metered:
 
     def url(self, process: str) -> str:
         return f"http://127.0.0.1:{self.ports[process]}"
-
-
-def consecutive_free_ports(n: int) -> int:
-    """The first of ``n`` consecutive loopback ports nothing listens on now."""
-    for _ in range(100):
-        base = random.randrange(20_000, 60_000 - n)
-        sockets: list[socket.socket] = []
-        try:
-            for k in range(n):
-                sockets.append(socket.socket())
-                sockets[-1].bind(("127.0.0.1", base + k))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in sockets:
-                s.close()
-    raise RuntimeError(f"no {n} consecutive free ports")
 
 
 def wait_ready(url: str, timeout: float = 30.0) -> None:

@@ -1,0 +1,247 @@
+"""The gateway's connections: deadlines on what a client sends, and a cap on how many are open.
+
+What uvicorn (0.54, its httptools protocol) does on its own, read in its source: it arms its
+keep-alive timer (``timeout_keep_alive``) only once a response is complete, so a connection
+that is accepted and never sends a byte stays open for ever; any byte cancels that timer and
+nothing re-arms it until a response ends, so a request head sent a byte at a time (slowloris)
+or a body that never arrives holds its connection for ever too. Its ``limit_concurrency``
+answers 503 to a request once the connections *and* tasks reach it, but only after that
+request's head has arrived: the connection itself is accepted and held.
+
+:class:`GuardedHttp` is uvicorn's httptools protocol with what is missing:
+
+- a connection with no request under way (just accepted, or between two requests) is closed
+  after ``idle_s`` without a byte (the first case is new; the second is uvicorn's keep-alive);
+- a request's head must be complete ``head_s`` after its first byte, whatever trickles in
+  meanwhile (a 408, then the connection is closed);
+- a request's head may be at most :data:`MAX_HEAD_BYTES` (431, closed): httptools sets no
+  bound on a URL or on headers, which would grow in memory as fast as a client sends them;
+- a request's body must be complete ``body_s`` after its head (the connection is closed);
+- past ``max_connections`` open at once, a new connection is answered 503 (``Retry-After``)
+  as soon as it speaks, and closed; one that does not speak is closed after a second.
+
+None of these deadlines runs while a response is being written: a stream (NDJSON, SSE) that
+has started lives as long as its match, however long its silences.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import resource
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+from uvicorn.config import Config
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.server import ServerState
+
+from services.metrics import GATEWAY_CONNECTIONS, GATEWAY_CONNECTIONS_CLOSED
+
+log = structlog.get_logger()
+
+REFUSED_GRACE_S = 1.0
+"""How long a connection over the cap may take to send its request before it is closed."""
+MAX_HEAD_BYTES = 32 * 1024
+"""The most a request's line and headers may take, counted by the reads that carry them."""
+SPARE_FILES = 512
+"""Files the gateway process needs besides its clients' connections: Redis, logs, modules."""
+
+_REFUSED = (
+    b"HTTP/1.1 503 Service Unavailable\r\n"
+    b"content-type: application/json\r\n"
+    b"retry-after: 1\r\n"
+    b"connection: close\r\n"
+    b"content-length: %d\r\n\r\n"
+)
+_REFUSED_BODY = (
+    b'{"error":"too_many_connections","message":"the gateway has as many connections open as '
+    b'it takes; retry"}'
+)
+_TIMED_OUT = (
+    b"HTTP/1.1 408 Request Timeout\r\n"
+    b"content-type: application/json\r\n"
+    b"connection: close\r\n"
+    b"content-length: %d\r\n\r\n"
+)
+_TIMED_OUT_BODY = (
+    b'{"error":"request_timeout","message":"the request\'s head did not arrive in time"}'
+)
+_TOO_LARGE = (
+    b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
+    b"content-type: application/json\r\n"
+    b"connection: close\r\n"
+    b"content-length: %d\r\n\r\n"
+)
+_TOO_LARGE_BODY = (
+    b'{"error":"head_too_large","message":"the request line and headers are over %d bytes"}'
+)
+_CLOSED = {
+    reason: GATEWAY_CONNECTIONS_CLOSED.labels(reason)
+    for reason in ("idle", "head_timeout", "head_too_large", "body_timeout", "over_cap")
+}
+
+
+class Limits:
+    """The deadlines and the cap every connection of one gateway process is held to."""
+
+    __slots__ = ("body_s", "head_s", "idle_s", "max_connections")
+
+    def __init__(self, idle_s: float, head_s: float, body_s: float, max_connections: int):
+        self.idle_s = idle_s
+        self.head_s = head_s
+        self.body_s = body_s
+        self.max_connections = max_connections
+
+
+class GuardedHttp(HttpToolsProtocol):
+    """uvicorn's httptools protocol, with the deadlines and the cap of :class:`Limits` (the
+    module's docstring says what each adds to uvicorn's own)."""
+
+    limits = Limits(idle_s=20.0, head_s=10.0, body_s=10.0, max_connections=4096)
+    """Set on a subclass made by :func:`protocol_with`: one per server."""
+
+    def __init__(
+        self,
+        config: Config,
+        server_state: ServerState,
+        app_state: dict[str, Any],
+        _loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
+        super().__init__(config, server_state, app_state, _loop)
+        # uvicorn's keep-alive, between two requests, is the idle deadline (it takes a float:
+        # it only hands it to call_later)
+        self.timeout_keep_alive = self.limits.idle_s  # type: ignore[assignment]
+        self._deadline: asyncio.TimerHandle | None = None
+        self._refused = False
+        self._head_bytes: int | None = None  # read of the head under way; None: no head
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        """Take a new connection, or refuse it past the cap; either way it must speak soon."""
+        if len(self.connections) >= self.limits.max_connections:
+            self._refused = True
+            self.transport = transport
+            _CLOSED["over_cap"].inc()
+            self._deadline = self.loop.call_later(REFUSED_GRACE_S, transport.close)
+            return
+        super().connection_made(transport)
+        GATEWAY_CONNECTIONS.inc()
+        # uvicorn arms its keep-alive timer only after a response: a silent new connection
+        # would never be closed
+        self.timeout_keep_alive_task = self.loop.call_later(
+            self.limits.idle_s, self.timeout_keep_alive_handler
+        )
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        """The connection is gone: no deadline of it is left to fire."""
+        self._cancel_deadline()
+        if self._refused:
+            return
+        GATEWAY_CONNECTIONS.dec()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        """Bytes from the client; one over the cap is answered 503 and closed."""
+        if self._refused:
+            self._cancel_deadline()
+            if not self.transport.is_closing():
+                self.transport.write(_REFUSED % len(_REFUSED_BODY) + _REFUSED_BODY)
+                self.transport.close()
+            return
+        super().data_received(data)
+        if self._head_bytes is not None and not self.transport.is_closing():
+            # a read that begins a head counts whole: at worst a few bytes early
+            self._head_bytes += len(data)
+            if self._head_bytes > MAX_HEAD_BYTES:
+                self._head_too_large()
+
+    def timeout_keep_alive_handler(self) -> None:
+        """Nothing arrived for ``idle_s`` with no request under way: close."""
+        if not self.transport.is_closing():
+            _CLOSED["idle"].inc()
+        super().timeout_keep_alive_handler()
+
+    # the parser's callbacks, each called from data_received
+
+    def on_message_begin(self) -> None:
+        """A request's first byte: its head is due within ``head_s``."""
+        super().on_message_begin()
+        self._head_bytes = 0
+        self._arm(self.limits.head_s, self._head_too_slow)
+
+    def on_headers_complete(self) -> None:
+        """The head is in: its body is due within ``body_s`` (one without a body completes
+        in the same call, and the deadline goes with it)."""
+        self._cancel_deadline()
+        self._head_bytes = None
+        super().on_headers_complete()
+        self._arm(self.limits.body_s, self._body_too_slow)
+
+    def on_message_complete(self) -> None:
+        """The whole request is in: no deadline runs while it is answered."""
+        self._cancel_deadline()
+        super().on_message_complete()
+
+    def _arm(self, seconds: float, then: Callable[[], None]) -> None:
+        self._cancel_deadline()
+        self._deadline = self.loop.call_later(seconds, then)
+
+    def _cancel_deadline(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _head_too_slow(self) -> None:
+        self._deadline = None
+        if self.transport.is_closing():
+            return
+        _CLOSED["head_timeout"].inc()
+        log.info("request head too slow: connection closed", client=_client(self.client))
+        self.transport.write(_TIMED_OUT % len(_TIMED_OUT_BODY) + _TIMED_OUT_BODY)
+        self.transport.close()
+
+    def _head_too_large(self) -> None:
+        self._cancel_deadline()
+        self._head_bytes = None
+        _CLOSED["head_too_large"].inc()
+        log.info("request head too large: connection closed", client=_client(self.client))
+        body = _TOO_LARGE_BODY % MAX_HEAD_BYTES
+        self.transport.write(_TOO_LARGE % len(body) + body)
+        self.transport.close()  # nothing more is read from it
+
+    def _body_too_slow(self) -> None:
+        """The handler waiting for the body is told the client went away (it answers nothing
+        more); the connection is closed."""
+        self._deadline = None
+        if self.transport.is_closing():
+            return
+        _CLOSED["body_timeout"].inc()
+        log.info("request body too slow: connection closed", client=_client(self.client))
+        self.transport.close()
+
+
+def _client(client: tuple[str, int] | None) -> str:
+    return "-" if client is None else f"{client[0]}:{client[1]}"
+
+
+def protocol_with(limits: Limits) -> type[GuardedHttp]:
+    """The protocol class for a server whose connections are held to ``limits``."""
+    return type("GatewayHttp", (GuardedHttp,), {"limits": limits})
+
+
+def ensure_files(max_connections: int) -> None:
+    """Raise the process's open files limit (its soft limit, up to the hard one) so that
+    ``max_connections`` clients fit beside what the gateway opens itself; log a warning when
+    the hard limit is too low for it."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = max_connections + SPARE_FILES
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        if target < wanted:
+            log.warning(
+                "open files limit below DOMINO_GATEWAY_MAX_CONNECTIONS",
+                max_connections=max_connections,
+                files=target,
+                needed=wanted,
+            )
