@@ -11,9 +11,9 @@ import socket
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
 
 import msgspec
-from faststream import FastStream
 from redis.exceptions import RedisError
 from rich.console import Console
 
@@ -26,8 +26,6 @@ from engine.views import redact, view_for
 from events.codec import JSON
 from events.envelope import Envelope
 from events.model import RoundStarted
-from services.bots.app import bots_app
-from services.bots.worker import pool_served
 from services.cli import jsonl
 from services.cli.args import CliError, rules_args, rules_from
 from services.cli.clients import service_client
@@ -40,22 +38,23 @@ from services.core.local_match import play_local_match
 from services.gateway.config import GatewayConfigError, GatewaySettings
 from services.logs import configure
 from services.metrics import Exporter
-from services.projections.app import every_projection, projector_app
 from services.projections.queries import Queries
-from services.redis.apps import topology, tune_gc
 from services.redis.connection import Client, connect, without_password
-from services.redis.embedded import embedded_data_dir, redis_url
+from services.redis.embedded import embedded_data_dir, redis_url, service_urls
 from services.redis.servers import RedisUnavailable
-from services.referee.app import referee_app
 from services.store import Archive, EventStore, MatchSource, open_archive, open_store
 from services.store.base import ConcurrencyError, NewEvent, StoreError
 from services.store.keys import Keys
+
+if TYPE_CHECKING:  # the services' apps pull in FastStream: only the services import it
+    from faststream import FastStream
 
 PLUGINS = (
     "services.cli.gateway_commands",
     "services.cli.status",
     "services.cli.bot_commands",
     "services.cli.tournament_commands",
+    "services.cli.acl_commands",
 )
 """Modules that add subcommands: each has ``register(subparsers)``."""
 
@@ -282,6 +281,8 @@ def _run_service(
     """Run the app ``build(url, cluster, exporter)`` makes until SIGINT or SIGTERM. Its
     exporter (on DOMINO_METRICS_PORT, if set) answers from the start: while the service waits
     for its Redis, /healthz says it runs and /readyz that it is not ready yet."""
+    from services.redis.apps import topology, tune_gc
+
     url = _service_url(settings)
     exporter = Exporter.of(settings, group)
     tune_gc()
@@ -316,6 +317,8 @@ def cmd_referee(args: argparse.Namespace) -> int:
     """Run one referee until SIGINT or SIGTERM."""
     settings = _settings()
     configure(settings.log_level, settings.log_format, service="referee")
+    from services.referee.app import referee_app
+
     return _run_service(
         settings,
         "referee",
@@ -347,6 +350,8 @@ def cmd_bots(args: argparse.Namespace) -> int:
             )
         return _supervise(stack)
     configure(settings.log_level, settings.log_format, service="bots")
+    from services.bots.app import bots_app
+
     return _run_service(
         settings,
         "bots",
@@ -367,6 +372,8 @@ def cmd_projector(args: argparse.Namespace) -> int:
     """Run the projector until SIGINT or SIGTERM."""
     settings = _settings()
     configure(settings.log_level, settings.log_format, service="projector")
+    from services.projections.app import projector_app
+
     return _run_service(
         settings,
         "projector",
@@ -423,8 +430,16 @@ def cmd_up(args: argparse.Namespace) -> int:
         raise CliError(str(e)) from None
     if args.cluster:
         settings = msgspec.structs.replace(settings, cluster=True)
-    with redis_url(settings, cluster=args.cluster) as url:
-        stack = Stack(url, settings, referees=args.referees, pools=pools, gateway=args.gateway)
+    with service_urls(settings, cluster=args.cluster) as urls:
+        url = urls.operator
+        stack = Stack(
+            url,
+            settings,
+            referees=args.referees,
+            pools=pools,
+            gateway=args.gateway,
+            users=urls.users,
+        )
         stack.start()
         print(
             f"domino service up on {'a Redis Cluster at ' if args.cluster else ''}"
@@ -452,7 +467,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     port = _port_or_free(gateway.host, gateway.port) if args.gateway else gateway.port
     os.environ["DOMINO_GATEWAY_PORT"] = str(port)  # the gateway child reads it
     console = Console()
-    with redis_url(settings) as url:
+    with service_urls(settings) as urls:
+        url = urls.operator
         log_dir = embedded_data_dir(settings).parent / "logs"
         console.print(
             f"Redis at {without_password(url)}; referee, bot workers and projector starting "
@@ -461,7 +477,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
         if args.gateway:
             console.print(f"Watch the matches as they play: http://{gateway.host}:{port}/")
         with Stack(
-            url, settings, pools={"random": 1, "greedy": 1}, log_dir=log_dir, gateway=args.gateway
+            url,
+            settings,
+            pools={"random": 1, "greedy": 1},
+            log_dir=log_dir,
+            gateway=args.gateway,
+            users=urls.users,
         ):
             start = time.monotonic()
             try:
@@ -508,6 +529,8 @@ def cmd_create(args: argparse.Namespace) -> int:
     if unknown:
         known = ", ".join(sorted(STRATEGIES))
         raise CliError(f"no house bot pool {', '.join(unknown)}: the pools are {known}")
+
+    from services.bots.worker import pool_served
 
     async def work(redis: Client) -> int:
         for pool in dict.fromkeys(s for s in seats if s is not None):
@@ -563,6 +586,7 @@ def cmd_results(args: argparse.Namespace) -> int:
 def cmd_projections(args: argparse.Namespace) -> int:
     """Rebuild every projection from the match logs."""
     settings = _settings()
+    from services.projections.app import every_projection
 
     async def work(redis: Client) -> int:
         applied = await every_projection(redis, settings).rebuild()
@@ -710,6 +734,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader (``| head``, say) has seen enough
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -2,6 +2,10 @@
 
 With a metrics port set (DOMINO_METRICS_PORT), the k-th child started serves its metrics,
 health and readiness on that port + k: one port per process, on one host.
+
+Given the URLs of the Redis ACL users (``users``, from the embedded server), each child signs
+in as its role's own user: a referee as ``referee``, a pool's bot worker as ``bots-<pool>``,
+and so on (services/redis/acl.py).
 """
 
 from __future__ import annotations
@@ -11,11 +15,13 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
 from services.config import ENV, Settings
+from services.redis.acl import BOTS, user_name
 
 
 class Stack:
@@ -31,8 +37,11 @@ class Stack:
         projector: bool = True,
         log_dir: str | Path | None = None,
         gateway: bool = False,
+        users: Mapping[str, str] | None = None,
     ) -> None:
         self.redis_url = redis_url
+        self.users = dict(users or {})
+        """Each ACL user's URL; a child whose user is not here gets ``redis_url``."""
         self.settings = settings
         self.referees = referees
         self.pools = {"random": 1, "greedy": 1} if pools is None else pools
@@ -44,31 +53,43 @@ class Stack:
         """Each child's metrics port, in the order they started (none without a port)."""
         self._logs: list[IO[bytes]] = []
 
-    def env(self) -> dict[str, str]:
-        """The environment of a child: ours, with this stack's Redis and settings."""
+    def env(self, user: str | None = None) -> dict[str, str]:
+        """The environment of a child: ours, with this stack's Redis (as ``user``, if this
+        stack has its URL) and settings."""
         env = dict(os.environ)
         for name, var in ENV.items():
             value = getattr(self.settings, name)
             if value is not None and name != "redis_url":
                 env[var] = str(int(value) if isinstance(value, bool) else value)
-        env["REDIS_URL"] = self.redis_url
+        env["REDIS_URL"] = self.users.get(user or "", self.redis_url)
         return env
 
-    def spawn(self, name: str, *args: str) -> subprocess.Popen[bytes]:
-        """Start ``domino ARGS`` as a child named ``name``."""
+    def spawn(
+        self,
+        name: str,
+        *args: str,
+        env: Mapping[str, str] | None = None,
+        wrapper: Sequence[str] = (),
+        user: str | None = None,
+    ) -> subprocess.Popen[bytes]:
+        """Start ``domino ARGS`` as a child named ``name``, signed in to Redis as ``user``
+        (default: the subcommand, ``ARGS[0]``), with ``env`` added to its environment (the
+        gateway's limits, say), run by ``wrapper`` if given: a command that runs the rest of
+        its command line in its own process (``env VAR=value``, say), so that the signals sent
+        to the child reach the service."""
         out: IO[bytes] | int | None = None
         if self.log_dir is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             out = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - closed in stop()
             self._logs.append(out)
-        env = self.env()
+        child = {**self.env(user or (args[0] if args else None)), **(env or {})}
         if self.settings.metrics_port:
             base = self.settings.metrics_port
             port = self.metrics_ports.setdefault(name, base + len(self.metrics_ports))
-            env[ENV["metrics_port"]] = str(port)
+            child[ENV["metrics_port"]] = str(port)
         process = subprocess.Popen(
-            [sys.executable, "-m", "services.cli.main", *args],
-            env=env,
+            [*wrapper, sys.executable, "-m", "services.cli.main", *args],
+            env=child,
             stdout=out,
             stderr=subprocess.STDOUT if out is not None else None,
             stdin=subprocess.DEVNULL,
@@ -91,6 +112,7 @@ class Stack:
                     "1",
                     "--name",
                     f"{pool}-{k}",
+                    user=user_name(BOTS, pool),
                 )
         if self.projector:
             self.spawn("projector", "projector")

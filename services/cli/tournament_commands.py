@@ -42,7 +42,7 @@ from services.config import ConfigError, Settings
 from services.core.commands import ServiceClient
 from services.lobby.arena import ArenaError, Standing
 from services.projections.ratings import Rating, RatingsProjector, ratings_table
-from services.redis.embedded import embedded_data_dir, redis_url
+from services.redis.embedded import embedded_data_dir, redis_url, service_urls
 from services.store import EventStore
 from services.store.projection import RedisCheckpoints
 
@@ -171,9 +171,10 @@ def cmd_tournament(args: argparse.Namespace) -> int:
             timeout=args.timeout,
         )
 
-    with redis_url(settings) as url:
+    with service_urls(settings) as urls:
+        url = urls.operator
         log_dir = embedded_data_dir(settings).parent / "logs"
-        with Stack(url, settings, pools=pools, log_dir=log_dir) as stack:
+        with Stack(url, settings, pools=pools, log_dir=log_dir, users=urls.users) as stack:
             start = time.monotonic()
             done = asyncio.run(_play(url, settings, tournament, total, console, stack))
             elapsed = time.monotonic() - start

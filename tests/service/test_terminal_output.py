@@ -4,6 +4,8 @@ typed, never read as rich markup nor as control sequences. Found by a hostile cl
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 
 import pytest
 from rich.console import Console
@@ -48,3 +50,16 @@ def test_a_replay_names_the_seats_without_their_control_characters() -> None:
     lines = describe(evolve(None, created), created)
     assert all(line.isprintable() for line in lines)
     assert "[/]" in lines[0] and "a\\x1b[2Jwipe" in lines[0]
+
+
+def test_a_command_whose_reader_stops_early_exits_quietly() -> None:
+    """``domino play | head -1``: the rest of the match has nowhere to go, and that is no
+    error (it was a BrokenPipeError traceback)."""
+    run = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {sys.executable} -m services.cli.main play | head -1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0 and run.stderr == "", run.stderr
+    assert run.stdout.startswith("Express"), run.stdout

@@ -17,9 +17,10 @@ import httpx
 import pytest
 import redis
 
-from services.redis.embedded import URL_FILE
+from services.redis.embedded import URL_FILE, USERS_FILE
 from tests.gateway.conftest import free_port
 from tests.support.cli import run_domino
+from tests.support.ports import consecutive_free_ports
 
 pytestmark = pytest.mark.service
 
@@ -28,7 +29,9 @@ PARTITIONS = 4
 
 @contextlib.contextmanager
 def domino_up_cluster(data_dir: Path, metrics_port: int) -> Iterator[subprocess.Popen[str]]:
-    """``domino up --cluster`` in its own data dir, until the end of the block."""
+    """``domino up --cluster`` in its own data dir, until the end of the block; what it and
+    its children print goes to ``up.log`` beside the data dir (a pipe nobody reads while it
+    runs would fill and stop them)."""
     env = {
         **os.environ,
         "DOMINO_DATA_DIR": str(data_dir),
@@ -38,23 +41,34 @@ def domino_up_cluster(data_dir: Path, metrics_port: int) -> Iterator[subprocess.
         "DOMINO_LOG_LEVEL": "warning",
     }
     env.pop("REDIS_URL", None)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "services.cli.main", "up", "--cluster", "--bots", "random=1"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
+    with open(_log_of(data_dir), "w") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "services.cli.main", "up", "--cluster", "--bots", "random=1"],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
     try:
         yield process
     finally:
+        _stop(process)
+
+
+def _log_of(data_dir: Path) -> Path:
+    return data_dir.parent / f"{data_dir.name}-up.log"
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGINT)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        process.wait()
 
 
 def domino(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -71,11 +85,12 @@ def test_domino_up_cluster_serves_metrics_and_domino_status_reads_the_cluster(
     it, and writes where it is; matches created then are played; ``domino status`` started in
     the same data dir reports every partition leased and the moves, and every process's
     ``/metrics`` counts them."""
-    base = free_port()
+    base = consecutive_free_ports(4)  # referee, bots, projector, gateway
     with domino_up_cluster(tmp_path, base) as up:
         deadline = time.monotonic() + 60
         while not (tmp_path / URL_FILE).exists():
-            assert up.poll() is None, up.stdout.read() if up.stdout else ""
+            if up.poll() is not None:
+                _fail_with_output(up, tmp_path, "domino up exited")
             assert time.monotonic() < deadline, "no cluster came up"
             time.sleep(0.2)
         created = domino(tmp_path, "create", "--players", "2", "--seats", "random,random")
@@ -89,15 +104,29 @@ def test_domino_up_cluster_serves_metrics_and_domino_status_reads_the_cluster(
             if _all_leased(status) and _moved(base):
                 break
             time.sleep(0.5)
-        assert _all_leased(status), status
+        if not _all_leased(status):
+            _fail_with_output(up, tmp_path, f"not every partition leased after 60 s: {status}")
         referee = httpx.get(f"http://127.0.0.1:{base}/metrics", timeout=5).text
         assert "domino_moves_decided_total" in referee
         assert _moved(base)
         for offset in range(1, 4):  # bots, projector, gateway: each its own exporter
             assert _ready(base + offset, time.monotonic() + 30), offset
-        with redis.Redis.from_url((tmp_path / URL_FILE).read_text().strip()) as node:
+        operator = (tmp_path / URL_FILE).read_text().strip()
+        with redis.Redis.from_url(operator) as node:
             info = node.cluster("INFO")
+            assert node.connection_pool.connection_kwargs["username"] == "operator"
         assert info["cluster_size"] == "3" and info["cluster_known_nodes"] == "6"
+        users = json.loads((tmp_path / USERS_FILE).read_text())
+        assert {"referee", "bots-random", "projector", "gateway", "operator"} <= set(users)
+    output = up.stdout.read() if up.stdout else ""
+    assert "NOPERM" not in output, output[-3000:]  # every process had what its role needs
+
+
+def _fail_with_output(up: subprocess.Popen[str], data_dir: Path, why: str) -> None:
+    """Stop ``domino up`` and fail with the last lines it and its children printed."""
+    _stop(up)
+    lines = _log_of(data_dir).read_text(errors="replace").splitlines()[-60:]
+    pytest.fail(f"{why}\n--- domino up printed (last 60 lines):\n" + "\n".join(lines))
 
 
 def _ready(port: int, deadline: float) -> bool:

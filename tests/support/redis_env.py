@@ -72,7 +72,9 @@ def _container(
     from testcontainers.community.redis import RedisContainer
 
     container = RedisContainer("redis:7")
-    container.with_command(" ".join(["redis-server", "--save", "''", *aof_args(appendfsync)]))
+    # CONFIG renamed away, as on every server the project starts (services/redis/servers.py)
+    flags = ["--save", "''", *aof_args(appendfsync), "--rename-command", "CONFIG", "''"]
+    container.with_command(" ".join(["redis-server", *flags]))
     if data_dir is not None:
         container.with_volume_mapping(str(Path(data_dir).resolve()), "/data", "rw")
     with container:
