@@ -4,8 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BENCH ?= all
+MINUTES ?= 10
 
-.PHONY: install test test-engine test-store test-behaviour test-service test-e2e lint format bench demo up lock clean
+.PHONY: install test test-engine test-store test-behaviour test-service test-e2e chaos lint format bench soak demo up lock clean
 
 install: $(STAMP)
 
@@ -33,6 +34,15 @@ test-behaviour: $(STAMP)
 test-service: $(STAMP)
 	$(BIN)/pytest -q -m "service or e2e"
 
+## The long chaos run, one JSON line per check, then a long fuzzing of the gateway
+## (`make chaos CHAOS_S=600 SEED=7`: longer, with faults at other moments; docs/chaos.md).
+CHAOS_S ?= 180
+SEED ?= 1
+FUZZ_EXAMPLES ?= 300
+chaos: $(STAMP)
+	$(BIN)/python -m tests.chaos --seconds $(CHAOS_S) --seed $(SEED) --house 150 --outside 16 --watched 30 --verify-commands 30
+	DOMINO_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) DOMINO_FUZZ_SEED=$(SEED) $(BIN)/pytest -q -m chaos -k no_request tests/chaos/test_fuzz_gateway.py
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -46,6 +56,11 @@ format: $(STAMP)
 ## Benchmarks: one JSON object per line; `make bench BENCH=engine` runs one group.
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench $(BENCH)
+
+## The soak: matches at a steady rate for MINUTES (10), retention 60 s; JSON lines, then a
+## verdict on Redis's memory and every process's RSS (exit 1 unless both stay flat).
+soak: $(STAMP)
+	$(BIN)/python -m tests.soak --minutes $(MINUTES)
 
 demo: $(STAMP)
 	$(BIN)/domino demo

@@ -11,34 +11,29 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import signal
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-import msgspec
 import pytest
 import redis
 from redis.crc import key_slot
 
 from engine.rules import Rules
-from engine.verify import verify
-from engine.views import redact
 from events.codec import JSON
 from events.envelope import Envelope
 from events.model import TurnTimedOut
 from services.cli.clients import open_clients, service_client
 from services.cli.supervisor import Stack
 from services.config import Settings
-from services.gateway.protocol import EventLine
 from services.redis.servers import LocalCluster, local_cluster
 from services.store.keys import Keys
 from tests.gateway.conftest import UNCAPPED, free_port, wait_healthy
+from tests.support.watch import Watched, check_logs, spectate
 
 OPEN = {**UNCAPPED, "DOMINO_GATEWAY_STREAMS_PER_CLIENT": str(4 * 100)}
 
@@ -47,15 +42,6 @@ pytestmark = pytest.mark.service
 MATCHES = 100
 PLAY_BEFORE_FAULT_S = 3.0
 FINISH_S = 150.0
-
-
-@dataclass
-class Watched:
-    """What the spectators of one match were shown: event id -> the event's JSON."""
-
-    match_id: str
-    seen: dict[int, Any] = field(default_factory=dict)
-    over: bool = False
 
 
 @contextlib.contextmanager
@@ -99,33 +85,6 @@ async def create_matches(settings: Settings, count: int = MATCHES) -> list[str]:
         ]
 
 
-async def spectate(
-    http: httpx.AsyncClient, gateway: str, watched: Watched, stop: asyncio.Event
-) -> None:
-    """Follow one match's public stream to its end, resuming after any drop."""
-    url = f"{gateway}/api/v1/matches/{watched.match_id}/stream"
-    while not watched.over and not stop.is_set():
-        after = max(watched.seen, default=0)
-        try:
-            async with http.stream("GET", url, params={"after": after}) as response:
-                if response.status_code != 200:
-                    await asyncio.sleep(0.2)
-                    continue
-                async for line in response.aiter_lines():
-                    if stop.is_set():
-                        return
-                    if not line:
-                        continue
-                    data = json.loads(line)
-                    if data.get("type") != "event":
-                        continue
-                    watched.seen[data["id"]] = data["event"]
-                    if data["event"].get("type") == "match_ended":
-                        watched.over = True
-        except httpx.HTTPError:
-            await asyncio.sleep(0.2)
-
-
 async def read_logs(
     url: str, settings: Settings, match_ids: list[str]
 ) -> dict[str, list[Envelope]]:
@@ -144,12 +103,6 @@ def master_with_most_partitions(cluster: LocalCluster, settings: Settings) -> in
         ranges = [(int(r[0]), int(r[1])) for r in owned if r[2][1] == node.port]
         counts.append(sum(any(a <= s <= b for a, b in ranges) for s in slots))
     return counts.index(max(counts))
-
-
-def shown(event: Any) -> Any:
-    """An event as a spectator's line carries it (public redaction, JSON)."""
-    line = msgspec.json.encode(EventLine(id=0, event=redact(event, None)))
-    return json.loads(line)["event"]
 
 
 async def play_through(
@@ -182,19 +135,6 @@ async def play_through(
     assert not unfinished, f"{len(unfinished)} matches did not finish: {unfinished[:3]}"
     assert not stack.check(), f"processes died: {stack.check()}"
     return match_ids, watched, before
-
-
-def check_logs(logs: dict[str, list[Envelope]], watched: list[Watched]) -> list[str]:
-    """Every match verifies; return the events shown to spectators that the log lost."""
-    lost = []
-    for w in watched:
-        log = logs[w.match_id]
-        problem = verify([e.event for e in log])
-        assert problem is None, f"{w.match_id} v{problem.version}: {problem.message}"
-        for version, event in sorted(w.seen.items()):
-            if version > len(log) or shown(log[version - 1].event) != event:
-                lost.append(f"{w.match_id} v{version}")
-    return lost
 
 
 @pytest.mark.parametrize("durability", ["replica", "primary"])

@@ -3,67 +3,21 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import socket
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import redis
 
 from engine.rules import Rules
 from services.cli.supervisor import Stack
 from services.config import Settings
-from services.redis.servers import server_binary
+from tests.gateway.conftest import free_port, wait_healthy
 from tests.service.conftest import read_log, wait_until_over
 from tests.service.test_hosted_matches import assert_clean, create
+from tests.support.restartable import RestartableRedis
 
 pytestmark = pytest.mark.service
-
-
-class RestartableRedis:
-    """A redis-server on a fixed port and data dir, with an append-only file, that a test may
-    kill (SIGKILL) and start again on the same files."""
-
-    def __init__(self, directory: Path) -> None:
-        binary = server_binary()
-        if binary is None:
-            pytest.fail("no redis-server binary (run make install)")
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.args = [
-            binary,
-            "--port", str(self.port),
-            "--bind", "127.0.0.1",
-            "--dir", str(directory),
-            "--appendonly", "yes",
-            "--appendfsync", "everysec",
-            "--save", "",
-            "--logfile", str(directory / "redis.log"),
-        ]  # fmt: skip
-        self.url = f"redis://127.0.0.1:{self.port}"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        """Start the server and wait until it answers (its AOF loaded)."""
-        self.process = subprocess.Popen(self.args, stdout=subprocess.DEVNULL)
-        deadline = time.monotonic() + 20
-        while True:
-            with contextlib.suppress(redis.RedisError), redis.Redis.from_url(self.url) as client:
-                if client.ping():
-                    return
-            if time.monotonic() > deadline:
-                pytest.fail("redis-server did not come back")
-            time.sleep(0.05)
-
-    def kill(self) -> None:
-        """SIGKILL: whatever was not yet in the append-only file is lost."""
-        if self.process is not None:
-            self.process.kill()
-            self.process.wait()
 
 
 def settings_for(server: RestartableRedis, prefix: str) -> Settings:
@@ -125,13 +79,18 @@ def test_services_started_while_redis_is_down_wait_for_it_and_then_play(
     restartable: RestartableRedis, key_prefix: str
 ) -> None:
     """A service that cannot reach Redis when it starts waits for it (and says so) instead of
-    exiting: the stack comes up while Redis is away, and plays once it is back."""
+    exiting: the stack comes up while Redis is away, and plays once it is back (the gateway
+    too: it asked Redis which topology it is without waiting for an answer, and exited)."""
     settings = settings_for(restartable, key_prefix)
     restartable.kill()
     with Stack(restartable.url, settings, pools={"random": 1, "greedy": 1}, projector=False) as s:
-        time.sleep(2.0)  # the processes start, find no Redis, and wait
+        port = free_port()
+        gateway = s.spawn("gateway", "gateway", "--host", "127.0.0.1", "--port", str(port))
+        time.sleep(5.0)  # the processes start (the gateway's imports take a while), find no
+        # Redis, and wait
         assert not s.check(), "a service exited instead of waiting for Redis"
         restartable.start()
+        wait_healthy(f"http://127.0.0.1:{port}", gateway, timeout=60)
         specs: list[tuple[Rules, list[str | None]]] = [
             (Rules.make("express", players=2), ["greedy", "random"]),
         ] * 6
