@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 import structlog
+from redis.asyncio.cluster import RedisCluster
 
 from services.redis.lua import Arg, Call, Client, LuaScript
 from services.store.base import (
@@ -108,6 +109,9 @@ return 0
 _OK, _DUPLICATE, _CONFLICT = 0, 1, 2
 _KNOWN_MATCHES = 10_000
 """How many matches' validated ids and keys a store remembers (all are forgotten at once)."""
+RELEARN_EVERY_S = 2.0
+"""How often, at most, a store whose appends a replica did not confirm reads the cluster's
+layout again (:meth:`RedisEventStore._relearn_replicas`)."""
 
 
 class RedisEventStore(EventStore):
@@ -128,6 +132,7 @@ class RedisEventStore(EventStore):
         self.replica_wait_ms = replica_wait_ms
         self.unconfirmed = 0  # appends no replica confirmed in time (written all the same)
         self._warn_after = 0.0
+        self._relearn_after = 0.0
         self._known: dict[str, tuple[int, str, str, str]] = {}
 
     async def append(
@@ -211,6 +216,7 @@ class RedisEventStore(EventStore):
         ``min-replicas-to-write`` refuses writes then)."""
         if confirmed < self.replicas:
             self.unconfirmed += len(batch)
+            await self._relearn_replicas()
         if confirmed < self.replicas and (now := time.monotonic()) >= self._warn_after:
             self._warn_after = now + 10.0  # a master left without replica: say so, not flood
             log.warning(
@@ -231,6 +237,23 @@ class RedisEventStore(EventStore):
             for entry in applied:
                 pipe.xadd(entry.stream, {"__data__": entry.payload})
             await pipe.execute()
+
+    async def _relearn_replicas(self) -> None:
+        """After a WAIT that fell short on a cluster, read the cluster's layout again (at most
+        every few seconds): a master that took over from a dead one has no replica, and the
+        client's copy of the layout, read in the middle of the failover, may still name one.
+        Read again, the master is known to have none and is no longer waited for, instead
+        of costing every later append the whole ``replica_wait_ms``."""
+        if not isinstance(self.client, RedisCluster):
+            return
+        now = time.monotonic()
+        if now < self._relearn_after:
+            return
+        self._relearn_after = now + RELEARN_EVERY_S
+        try:
+            await self.client.nodes_manager.initialize()
+        except Exception as e:  # the cluster is still settling: the next shortfall reads again
+            log.warning("reading the cluster's layout failed", error=str(e))
 
     def _call(
         self,
