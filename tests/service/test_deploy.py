@@ -37,6 +37,7 @@ from services.cli.main import build_parser
 from services.config import ENV
 from services.gateway.config import ENV as GATEWAY_ENV
 from services.metrics import GROUPS
+from services.redis import acl
 from services.redis.servers import server_binary
 
 pytestmark = pytest.mark.service
@@ -532,7 +533,22 @@ def test_no_secret_value_is_kept_only_references_to_one() -> None:
                     assert var["valueFrom"]["secretKeyRef"]["name"] == "domino-secrets"
     (gateway,) = dict(pod_specs())["gateway"]["containers"]
     refs = {v["name"]: v["valueFrom"]["secretKeyRef"]["key"] for v in gateway["env"]}
-    assert refs == {"REDIS_URL": "redis-url", "DOMINO_OPERATOR_TOKEN": "operator-token"}
+    assert refs == {"REDIS_URL": "redis-url-gateway", "DOMINO_OPERATOR_TOKEN": "operator-token"}
+
+
+def test_every_pod_signs_in_to_redis_as_the_acl_user_of_its_role() -> None:
+    """Each container's REDIS_URL is the secret key of its own role's user (services/redis/
+    acl.py): a bot worker's pod never holds credentials that read a match log."""
+    seen = set()
+    for name, spec in pod_specs():
+        for container in spec["containers"]:
+            args = container["args"]
+            user = f"bots-{args[args.index('--strategy') + 1]}" if args[0] == "bots" else args[0]
+            assert user in acl.users(), (name, user)
+            refs = {v["name"]: v["valueFrom"]["secretKeyRef"]["key"] for v in container["env"]}
+            assert refs["REDIS_URL"] == f"redis-url-{user}", name
+            seen.add(user)
+    assert {"referee", "projector", "gateway", "bots-random"} <= seen
 
 
 def test_every_kubernetes_container_runs_a_real_domino_command_with_settings_it_reads() -> None:
@@ -740,3 +756,40 @@ def test_the_image_lock_pins_what_the_service_needs_at_the_versions_of_the_proje
         f"missing from deploy/requirements.lock: {sorted(needed - set(image))}; "
         f"not needed: {sorted(set(image) - needed)}"
     )
+
+
+# -- the reverse proxy (deploy/nginx/) ----------------------------------------------------------
+
+
+def test_the_nginx_config_passes_nginx_t(tmp_path: Path) -> None:
+    from tests.gateway.test_nginx import NGINX, configured
+
+    if NGINX is None:
+        pytest.skip("no nginx binary: install nginx (apt-get install nginx) to check its config")
+    main = configured(tmp_path, 8080, "127.0.0.1:8081")
+    done = subprocess.run(
+        [NGINX, "-t", "-p", str(tmp_path), "-c", str(main), "-e", str(tmp_path / "error.log")],
+        capture_output=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+
+
+def test_nginx_sends_every_stream_the_gateway_documents_unbuffered() -> None:
+    from services.gateway.openapi import openapi
+    from tests.gateway.test_nginx import TEMPLATE
+
+    text = TEMPLATE.read_text()
+    locations = re.findall(r"location ~ (\^.*?\$) \{(.*?)\n    \}", text, re.S)
+    (streams,) = [pattern for pattern, block in locations if "proxy_buffering off;" in block]
+    assert "proxy_read_timeout 1h;" in text
+    streamed, other = [], []
+    for path, operations in openapi()["paths"].items():
+        concrete = re.sub(r"\{(\w+)\}", r"\1-1", path.replace("{seat}", "0"))
+        content = operations.get("get", {}).get("responses", {}).get("200", {}).get("content", {})
+        (streamed if "application/x-ndjson" in content else other).append(concrete)
+    assert streamed
+    for path in streamed:
+        assert re.fullmatch(streams, path), f"{path} is a stream nginx would buffer"
+    for path in other:
+        assert not re.fullmatch(streams, path), f"{path} is no stream"
