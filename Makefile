@@ -18,9 +18,11 @@ $(STAMP): requirements.lock pyproject.toml services/sdk/pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e ./services/sdk
 	touch $(STAMP)
 
-## Tests, all layers; `make test-engine` etc. run one layer.
+## Tests, all layers, on TEST_WORKERS processes (2; 1 runs them in this one);
+## `make test-engine` etc. run one layer.
+TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS))
 
 test-engine: $(STAMP)
 	$(BIN)/pytest -q -m engine
