@@ -95,12 +95,21 @@ class Draws:
     """Uniform integers read from a seed's byte stream (steps 1 and 2 of the module's doc)."""
 
     def __init__(self, seed: bytes) -> None:
-        self._bytes = byte_stream(seed)
+        self._seed = seed
+        self._counter = 0
+        self._block = b""
+        self._at = 0
 
     def word(self) -> int:
-        """The next 4 bytes of the stream as a big-endian integer."""
-        b = self._bytes
-        return (next(b) << 24) | (next(b) << 16) | (next(b) << 8) | next(b)
+        """The next 4 bytes of the stream as a big-endian integer: :func:`byte_stream`'s,
+        read a block at a time (a word never straddles two: a block is 32 bytes)."""
+        at = self._at
+        if at == len(self._block):
+            self._block = hashlib.sha256(self._seed + self._counter.to_bytes(8, "big")).digest()
+            self._counter += 1
+            at = 0
+        self._at = at + 4
+        return int.from_bytes(self._block[at : at + 4], "big")
 
     def below(self, n: int) -> int:
         """A uniform integer in ``[0, n)``: words at or above the last whole multiple of ``n``

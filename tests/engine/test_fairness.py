@@ -71,8 +71,10 @@ def test_the_byte_stream_is_sha256_of_the_seed_and_a_big_endian_counter() -> Non
     first = bytes(next(stream) for _ in range(64))
     expected = b"".join(hashlib.sha256(KAT_SEED + c.to_bytes(8, "big")).digest() for c in (0, 1))
     assert first == expected
-    words = Draws(KAT_SEED)
-    assert words.word() == int.from_bytes(expected[:4], "big")
+    words = Draws(KAT_SEED)  # its words are the stream's bytes, four at a time, across blocks
+    assert [words.word() for _ in range(16)] == [
+        int.from_bytes(expected[i : i + 4], "big") for i in range(0, 64, 4)
+    ]
 
 
 def test_a_word_at_or_above_the_last_whole_multiple_is_rejected() -> None:
