@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from services.config import Settings
 from services.core.commands import ServiceClient
 from services.redis.connection import Client, connect
+from services.redis.lane import close_lane
 from services.store import EventStore, RedisEventStore
 from services.transport.redis import RedisTransport
 
@@ -23,6 +24,7 @@ async def open_clients(url: str, settings: Settings) -> AsyncIterator[tuple[Clie
             RedisEventStore(client, partitions=settings.partitions, prefix=settings.prefix),
         )
     finally:
+        await close_lane(client)
         await client.aclose()
 
 

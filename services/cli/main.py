@@ -41,6 +41,7 @@ from services.metrics import Exporter
 from services.projections.queries import Queries
 from services.redis.connection import Client, connect, without_password
 from services.redis.embedded import embedded_data_dir, redis_url, service_urls
+from services.redis.lane import close_lane
 from services.redis.servers import RedisUnavailable
 from services.store import Archive, EventStore, MatchSource, open_archive, open_store
 from services.store.base import ConcurrencyError, NewEvent, StoreError
@@ -517,6 +518,7 @@ async def _with_redis(settings: Settings, work: Callable[[Client], Awaitable[int
         except RedisError as e:
             raise CliError(f"cannot reach Redis at {without_password(url)}: {e}") from None
         finally:
+            await close_lane(redis)
             await redis.aclose()
 
 

@@ -56,7 +56,6 @@ from services.core.commands import new_match_id
 from services.gateway.config import GatewaySettings
 from services.gateway.http import ApiError, App, Endpoint, Request, Response, decode_body
 from services.gateway.hub import FeedUnavailable, Flight, Hub, Outcome
-from services.gateway.lane import ClusterLane, Lane
 from services.gateway.limits import Cap, Charge, Concurrency, Lease, RateLimit, release_match
 from services.gateway.openapi import openapi
 from services.gateway.origins import Origins
@@ -110,6 +109,7 @@ from services.projections.ratings import (
 )
 from services.redis.apps import topology
 from services.redis.connection import Client, open_client, replica_reader
+from services.redis.lane import ClusterLane, Lane, close_lane
 from services.redis.paging import BadCursor, Cursor
 from services.store import MatchSource, open_archive
 from services.store.base import InvalidMatchId
@@ -321,7 +321,9 @@ class Gateway:
             with contextlib.suppress(Exception):
                 await redis.delete(self.replies)
             if readers is not redis:
+                await close_lane(readers)
                 await readers.aclose()
+            await close_lane(redis)  # the one its store and checkpoints shared
             await redis.aclose()
             log.info("gateway stopped")
 

@@ -35,10 +35,10 @@ from engine.views import redact, view_for
 from events.codec import JSON, DecodeError
 from events.envelope import Envelope
 from events.model import AnyCommand, AnyEvent, MatchEnded, Rejection, RoundEnded, TurnTimedOut
-from services.gateway.lane import Lane
 from services.gateway.protocol import EventLine, Snapshot, TurnLine, frame
 from services.redis.clock import ServerClock
 from services.redis.connection import Client
+from services.redis.lane import Lane
 from services.store.keys import Keys
 from services.store.source import LogReader
 from services.transport.base import DATA

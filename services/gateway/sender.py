@@ -20,8 +20,8 @@ from typing import Any, cast
 
 from events.model import AnyCommand
 from services.core.commands import command_message
-from services.gateway.lane import ClusterLane, Lane
 from services.gateway.limits import BUCKET, Charge
+from services.redis.lane import ClusterLane, Lane
 from services.redis.lua import Arg, Call, LuaScript
 from services.store.keys import Keys
 

@@ -24,6 +24,7 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from services.redis.connection import Client, open_client
+from services.redis.lane import close_lane
 
 log = structlog.get_logger()
 
@@ -103,6 +104,7 @@ def service_app(
     async def _stop() -> None:
         if "stop" in state:
             await state["stop"]()
+        await close_lane(redis)
         await redis.aclose()
 
     return app

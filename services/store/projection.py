@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from services.redis.lane import lane_of
 from services.redis.lua import Arg, Client, LuaScript
 from services.store.base import START, EventStore, Recorded, StoreError
 from services.store.keys import DEFAULT_PARTITIONS, DEFAULT_PREFIX, Keys
@@ -265,7 +266,7 @@ class RedisCheckpoints(Checkpoints):
     async def position(self, name: str, partition: int) -> str:
         """The log position the projection has applied up to; `START` when never committed."""
         self.keys.check_partition(partition)
-        saved = await self.client.get(self.keys.projection(name, partition))
+        saved = await lane_of(self.client).call("GET", self.keys.projection(name, partition))
         return START if saved is None else cast(bytes, saved).decode()
 
     async def commit(
@@ -285,7 +286,9 @@ class RedisCheckpoints(Checkpoints):
             args.append(write.command)
             args.append(len(write.args))
             args.extend(write.args)
-        reply = await _COMMIT(self.client, keys, args)
+        (reply,) = await lane_of(self.client).run(_COMMIT, [(keys, args)])
+        if isinstance(reply, Exception):
+            raise reply
         if reply[0] == 0:
             raise ProjectionConflict(name, partition, expected, bytes(reply[1]).decode())
 

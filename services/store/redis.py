@@ -17,6 +17,7 @@ from typing import Any, cast
 import structlog
 from redis.asyncio.cluster import RedisCluster
 
+from services.redis.lane import Lane, close_lane, lane_of
 from services.redis.lua import Arg, Call, Client, LuaScript
 from services.store.base import (
     START,
@@ -158,7 +159,9 @@ class RedisEventStore(EventStore):
         keys, args = self._call(
             match_id, events, expected_version, command_id, outbox, schedule, ack
         )
-        reply = await APPEND(self.client, keys, args)
+        (reply,) = await lane_of(self.client).run(APPEND, [(keys, args)])
+        if isinstance(reply, Exception):
+            raise reply
         result = _result(reply, match_id, expected_version, len(events))
         if isinstance(result, ConcurrencyError):
             raise result
@@ -192,7 +195,7 @@ class RedisEventStore(EventStore):
                 self.client, calls, self.replicas, self.replica_wait_ms
             )
         else:
-            replies = await APPEND.many(self.client, calls)
+            replies = await lane_of(self.client).run(APPEND, calls)
         for reply in replies:
             if isinstance(reply, Exception):
                 raise reply
@@ -370,11 +373,19 @@ class RedisEventStore(EventStore):
     async def _xrange(
         self, key: str, start: str, end: str, count: int | None = None
     ) -> list[tuple[bytes, dict[bytes, bytes]]]:
-        entries = await self.client.xrange(key, start, end, count=count)
-        return cast(list[tuple[bytes, dict[bytes, bytes]]], entries)
+        lane = lane_of(self.client)
+        if not isinstance(lane, Lane):  # a cluster: redis-py routes it, and parses the reply
+            entries = await self.client.xrange(key, start, end, count=count)
+            return cast(list[tuple[bytes, dict[bytes, bytes]]], entries)
+        command: list[Arg] = ["XRANGE", key, start, end]
+        if count is not None:
+            command += ("COUNT", count)
+        raw = await lane.call(*command)
+        return [(entry_id, dict(zip(flat[::2], flat[1::2], strict=True))) for entry_id, flat in raw]
 
     async def aclose(self) -> None:
-        """Close the client's connections."""
+        """Close the client's connections (and its lane's)."""
+        await close_lane(self.client)
         await self.client.aclose()
 
 

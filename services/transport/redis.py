@@ -20,11 +20,13 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, cast
 
 import structlog
+from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 from redis.typing import StreamIdT
 
 from services.redis.connection import Client, is_cluster
-from services.redis.lua import Call, LuaScript
+from services.redis.lane import Lane, lane_of
+from services.redis.lua import Arg, Call, LuaScript
 from services.store.keys import Keys
 from services.transport.base import (
     DATA,
@@ -80,6 +82,7 @@ class RedisConsumer(Consumer):
         self.max_deliveries = max_deliveries
         self.held: set[tuple[str, bytes]] = set()
         self._fan = FanIn(self._read_one, block_ms) if is_cluster(redis) else None
+        self._reads: Lane | None = None
 
     async def start(self) -> None:
         """Create the group on every stream (at 0) before the first read."""
@@ -95,15 +98,24 @@ class RedisConsumer(Consumer):
             if pending:
                 return [e for s in self.streams for e in await self._read_one(s, pending=True)]
             return await self._fan.read(self.streams)
-        start = "0" if pending else ">"
-        reply = await self.redis.xreadgroup(
-            self.group,
-            self.name,
-            dict.fromkeys(self.streams, start),
-            count=self.count,
-            block=None if pending else self.block_ms,
-        )
-        return _entries(reply)
+        if pending:
+            reply = await self.redis.xreadgroup(
+                self.group, self.name, dict.fromkeys(self.streams, "0"), count=self.count
+            )
+            return _entries(reply)
+        # New entries come through a lane of this consumer's own: the read blocks, and
+        # nothing else must queue behind it.
+        if self._reads is None:
+            self._reads = Lane.of(cast(Redis, self.redis))
+        streams = self.streams
+        command: list[Arg] = [
+            "XREADGROUP", "GROUP", self.group, self.name, "COUNT", self.count,
+            "BLOCK", self.block_ms, "STREAMS", *streams, *(">" for _ in streams),
+        ]  # fmt: skip
+        (raw,) = await self._reads.pipeline([command], block_s=self.block_ms / 1000)
+        if isinstance(raw, Exception):
+            raise raw
+        return _raw_entries(raw)
 
     async def _read_one(self, stream: str, pending: bool = False) -> list[Entry]:
         """One stream's next entries (its pending ones with ``pending``), blocking for new."""
@@ -120,32 +132,25 @@ class RedisConsumer(Consumer):
         """Stop the reads in flight (their entries, if any, stay pending and are claimed)."""
         if self._fan is not None:
             await self._fan.close()
+        if self._reads is not None:
+            await self._reads.aclose()
+            self._reads = None
 
     async def ack(self, entries: Sequence[Entry]) -> None:
         """Acknowledge processed entries (after their effects are durable)."""
-        by_stream: dict[str, list[bytes]] = {}
-        for e in entries:
-            by_stream.setdefault(e.stream, []).append(e.id)
-        if not by_stream:
-            return
-        pipe = self.redis.pipeline(transaction=False)
-        for stream, ids in by_stream.items():
-            pipe.xack(stream, self.group, *ids)
-        await pipe.execute()
+        await self.answer((), entries)
 
     async def answer(self, messages: Sequence[Message], done: Sequence[Entry]) -> None:
         """Add ``messages`` and acknowledge ``done`` in one pipelined round trip."""
         if not messages and not done:
             return
-        pipe = self.redis.pipeline(transaction=False)
-        for message in messages:
-            pipe.xadd(message.stream, {DATA: message.payload})
+        commands: list[Sequence[Arg]] = [("XADD", m.stream, "*", DATA, m.payload) for m in messages]
         by_stream: dict[str, list[bytes]] = {}
         for entry in done:
             by_stream.setdefault(entry.stream, []).append(entry.id)
         for stream, ids in by_stream.items():
-            pipe.xack(stream, self.group, *ids)
-        await pipe.execute()
+            commands.append(("XACK", stream, self.group, *ids))
+        raise_first(await lane_of(self.redis).pipeline(commands))
 
     async def claim(self, min_idle_ms: int) -> list[Entry]:
         """Take over entries left pending for ``min_idle_ms`` (XPENDING IDLE, then XCLAIM of
@@ -369,6 +374,32 @@ def id_ms(entry_id: bytes | str) -> int:
     return int(raw.partition(b"-")[0])
 
 
+def raise_first(replies: Sequence[Any]) -> None:
+    """Raise the first error among a pipeline's replies, as redis-py's pipeline does."""
+    for reply in replies:
+        if isinstance(reply, Exception):
+            raise reply
+
+
+def _raw_entries(reply: Any) -> list[Entry]:
+    """The entries of a raw XREADGROUP reply, as a lane hands it: per stream its name and its
+    entries, each an id and a flat list of fields and values (None: deleted while pending)."""
+    out: list[Entry] = []
+    if not reply:
+        return out
+    for stream, messages in reply:
+        name = stream.decode()
+        for msg_id, fields in messages:
+            data = None
+            if fields:
+                for i in range(0, len(fields) - 1, 2):
+                    if fields[i] == DATA:
+                        data = fields[i + 1]
+                        break
+            out.append(Entry(name, msg_id, data, 1, id_ms(msg_id)))
+    return out
+
+
 def _entries(reply: Any) -> list[Entry]:
     out: list[Entry] = []
     if not reply:
@@ -568,10 +599,8 @@ class RedisTransport(Transport):
         """Add ``messages`` in one pipelined round trip."""
         if not messages:
             return
-        pipe = self.redis.pipeline(transaction=False)
-        for message in messages:
-            pipe.xadd(message.stream, {DATA: message.payload})
-        await pipe.execute()
+        commands = [("XADD", m.stream, "*", DATA, m.payload) for m in messages]
+        raise_first(await lane_of(self.redis).pipeline(commands))
 
     async def reply(self, stream: str, payload: bytes) -> None:
         """Add a reply to a sender's reply stream, which keeps only its latest entries."""
@@ -617,7 +646,8 @@ class RedisTransport(Transport):
             for p, ids in asked
         ]
         read = TurnTimesRead({})
-        for (p, ids), reply in zip(asked, await TURN_TIMES.many(self.redis, calls), strict=True):
+        replies = await lane_of(self.redis).run(TURN_TIMES, calls)
+        for (p, ids), reply in zip(asked, replies, strict=True):
             if isinstance(reply, Exception):
                 raise reply
             if int(reply[0]):

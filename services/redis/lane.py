@@ -1,68 +1,104 @@
-"""A lean Redis connection for the gateway's hottest calls: the moves' scripts, pipelined, and
-the blocking read of the logs.
+"""A lean Redis connection for the hottest calls: the referee's appends and reads, the bots'
+reads and answers, the gateway's moves and its blocking read of the logs.
 
 redis-py's asyncio client pays on every call for its connection pool, a timeout around each
 write and read, retries and response callbacks; under the gateway bench, the sender's
-pipelines and the hub's XREADs spent a quarter of the gateway's CPU there. A :class:`Lane` is
-one connection that writes each batch of commands at once (packed by hiredis) and hands the
-batch its replies, parsed by hiredis, in order, raw as Redis sends them (an XREAD entry's
-fields are a flat list). Everything else the gateway does goes through redis-py.
+pipelines and the hub's XREADs spent a quarter of the gateway's CPU there, and the referee's
+append pipeline a fifth of the referee's. A :class:`Lane` is one connection that writes each
+batch of commands at once (packed by hiredis) and hands the batch its replies, parsed by
+hiredis, in order, raw as Redis sends them (an XREAD entry's fields are a flat list).
+Everything else goes through redis-py.
 
-It speaks to the Redis node of a ``redis://``, ``rediss://`` or ``unix://`` URL, as its user,
-password and database. A lost connection fails the batches waiting on it with redis-py's
-ConnectionError (a RedisError: the gateway answers 503, the hub retries); the next call
-connects again.
+It speaks to the Redis node of a ``redis://``, ``rediss://`` or ``unix://`` URL (or of a
+redis-py node client: :func:`lane_of`), as its user, password and database. A lost connection
+fails the batches waiting on it with redis-py's ConnectionError, and a batch unanswered for
+``timeout_s`` (past its blocking time) fails with redis-py's TimeoutError and drops the
+connection, as redis-py's socket timeout would; the next call connects again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ssl
+import weakref
 from collections import deque
 from collections.abc import Sequence
 from typing import Any, cast
 
 import hiredis
+from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.connection import SSLConnection as AsyncSSLConnection
 from redis.connection import SSLConnection, parse_url
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from services.redis.lua import Arg, Call, Client, LuaScript
 
 _CERTS = {"none": ssl.CERT_NONE, "optional": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
 
 
+TIMEOUT_S = 5.0
+"""How long a batch may wait for its replies (beyond its blocking time): redis-py's default
+socket timeout."""
+_CHECK_S = 0.5
+"""How often a connection with batches waiting looks at the oldest one's deadline."""
+
+
 class _Batch:
-    """Commands written together, waiting for their replies."""
+    """Commands written together, waiting for their replies until ``deadline`` (loop time)."""
 
-    __slots__ = ("done", "replies", "size")
+    __slots__ = ("deadline", "done", "replies", "size")
 
-    def __init__(self, size: int, done: asyncio.Future[list[Any]]) -> None:
+    def __init__(self, size: int, done: asyncio.Future[list[Any]], deadline: float) -> None:
         self.size = size
         self.replies: list[Any] = []
         self.done = done
+        self.deadline = deadline
 
 
 class _Connection(asyncio.Protocol):
-    """One socket to Redis: batches go out in order, replies come back in order."""
+    """One socket to Redis: batches go out in order, replies come back in order; a batch
+    unanswered past its deadline drops the connection (a watchdog that wakes every _CHECK_S
+    while batches wait, not a timer per batch)."""
 
-    def __init__(self) -> None:
+    def __init__(self, timeout_s: float = TIMEOUT_S) -> None:
         self.reader = hiredis.Reader()  # an error reply comes as a ReplyError, not raised
         self.waiting: deque[_Batch] = deque()
         self.transport: asyncio.Transport | None = None
         self.closed = False
+        self.timeout_s = timeout_s
+        self._watchdog: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
 
-    def send(self, commands: Sequence[Sequence[Arg]]) -> asyncio.Future[list[Any]]:
-        done: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
+    def send(
+        self, commands: Sequence[Sequence[Arg]], block_s: float = 0.0
+    ) -> asyncio.Future[list[Any]]:
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[list[Any]] = loop.create_future()
         if self.closed or self.transport is None:
             done.set_exception(RedisConnectionError("the connection to Redis is closed"))
             return done
-        self.waiting.append(_Batch(len(commands), done))
+        self.waiting.append(_Batch(len(commands), done, loop.time() + block_s + self.timeout_s))
+        if self._watchdog is None:
+            self._watchdog = loop.call_later(_CHECK_S, self._check)
         self.transport.write(b"".join(hiredis.pack_command(_args(c)) for c in commands))
         return done
+
+    def _check(self) -> None:
+        self._watchdog = None
+        if self.closed or not self.waiting:
+            return
+        loop = asyncio.get_running_loop()
+        if loop.time() > self.waiting[0].deadline:
+            self._fail(RedisTimeoutError("Redis did not answer in time"))
+            if self.transport is not None:
+                self.transport.abort()
+            return
+        self._watchdog = loop.call_later(_CHECK_S, self._check)
 
     def data_received(self, data: bytes) -> None:
         reader = self.reader
@@ -87,6 +123,9 @@ class _Connection(asyncio.Protocol):
 
     def _fail(self, error: Exception) -> None:
         self.closed = True
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
         while self.waiting:
             batch = self.waiting.popleft()
             if not batch.done.done():
@@ -109,21 +148,44 @@ def _error(message: str) -> ResponseError:
 
 
 class Lane:
-    """One pipelined connection to the Redis node at ``url``, connected on first use."""
+    """One pipelined connection to the Redis node at ``url`` (or of redis-py's connection
+    ``options``), connected on first use."""
 
-    def __init__(self, url: str) -> None:
-        self.options: dict[str, Any] = parse_url(url)  # type: ignore[no-untyped-call]
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        options: dict[str, Any] | None = None,
+        timeout_s: float = TIMEOUT_S,
+    ) -> None:
+        if options is None:
+            if url is None:
+                raise ValueError("a lane needs a URL or a node's connection options")
+            options = parse_url(url)  # type: ignore[no-untyped-call]
+        self.options: dict[str, Any] = options
+        self.timeout_s = timeout_s
         self._connection: _Connection | None = None
         self._lock = asyncio.Lock()
 
-    async def pipeline(self, commands: Sequence[Sequence[Arg]]) -> list[Any]:
+    @classmethod
+    def of(cls, client: Redis, timeout_s: float = TIMEOUT_S) -> Lane:
+        """A lane to the node ``client`` speaks to, as the same user (its own connection)."""
+        pool = client.connection_pool
+        options = dict(pool.connection_kwargs)
+        options["connection_class"] = pool.connection_class  # TLS, for a rediss:// client
+        return cls(options=options, timeout_s=timeout_s)
+
+    async def pipeline(self, commands: Sequence[Sequence[Arg]], block_s: float = 0.0) -> list[Any]:
         """Send the commands at once; their replies in order, an error reply as its exception
         (ResponseError, NoScriptError). Raises ConnectionError when Redis cannot be reached or
-        the connection is lost before every reply came."""
+        the connection is lost before every reply came, TimeoutError when they did not come
+        within the lane's timeout (plus ``block_s``, a blocking command's own wait)."""
+        if not commands:  # no reply would ever complete an empty batch
+            return []
         connection = self._connection
         if connection is None or connection.closed:
             connection = await self._connect()
-        return await connection.send(commands)
+        return await connection.send(commands, block_s)
 
     async def call(self, *args: Arg) -> Any:
         """One command's reply; an error reply is raised."""
@@ -159,15 +221,23 @@ class Lane:
             loop = asyncio.get_running_loop()
             options = self.options
             try:
-                if "path" in options:
-                    _, connection = await loop.create_unix_connection(_Connection, options["path"])
-                else:
-                    _, connection = await loop.create_connection(
-                        _Connection,
+
+                def made() -> _Connection:
+                    return _Connection(self.timeout_s)
+
+                connecting = (
+                    loop.create_unix_connection(made, options["path"])
+                    if "path" in options
+                    else loop.create_connection(
+                        made,
                         options.get("host", "localhost"),
                         options.get("port", 6379),
                         ssl=_tls(options),
                     )
+                )
+                _, fresh = await asyncio.wait_for(connecting, self.timeout_s)
+            except TimeoutError as e:
+                raise RedisTimeoutError(f"cannot reach Redis in {self.timeout_s:g} s") from e
             except OSError as e:
                 raise RedisConnectionError(f"cannot reach Redis: {e}") from e
             hello: list[tuple[Arg, ...]] = []
@@ -178,12 +248,12 @@ class Lane:
             if options.get("db"):
                 hello.append(("SELECT", options["db"]))
             if hello:
-                for reply in await connection.send(hello):
+                for reply in await fresh.send(hello):
                     if isinstance(reply, Exception):
-                        connection.close()
+                        fresh.close()
                         raise reply
-            self._connection = connection
-            return connection
+            self._connection = fresh
+            return fresh
 
 
 class ClusterLane:
@@ -214,11 +284,33 @@ class ClusterLane:
         """Nothing of its own to close: the cluster client is the gateway's."""
 
 
+_SHARED: weakref.WeakKeyDictionary[Any, Lane | ClusterLane] = weakref.WeakKeyDictionary()
+
+
+def lane_of(client: Client) -> Lane | ClusterLane:
+    """The lane every store and transport of ``client`` shares for its pipelines (not for a
+    blocking read, which would hold up what is queued behind it: give that a lane of its
+    own): a :class:`Lane` to a node client's node, a :class:`ClusterLane` over a cluster
+    client. Closed by :func:`close_lane`, or with its socket when the client is collected."""
+    lane = _SHARED.get(client)
+    if lane is None:
+        lane = ClusterLane(client) if isinstance(client, RedisCluster) else Lane.of(client)
+        _SHARED[client] = lane
+    return lane
+
+
+async def close_lane(client: Client) -> None:
+    """Close the lane :func:`lane_of` gave ``client``'s users, if any."""
+    lane = _SHARED.pop(client, None)
+    if lane is not None:
+        await lane.aclose()
+
+
 def _tls(options: dict[str, Any]) -> ssl.SSLContext | None:
     """The TLS context of a ``rediss://`` URL's options (its ``ssl_cert_reqs``, and
     ``ssl_ca_certs``, ``ssl_certfile``, ``ssl_keyfile`` if given), or None."""
     kind = options.get("connection_class")
-    if not (isinstance(kind, type) and issubclass(kind, SSLConnection)):
+    if not (isinstance(kind, type) and issubclass(kind, (SSLConnection, AsyncSSLConnection))):
         return None
     context = ssl.create_default_context(cafile=options.get("ssl_ca_certs"))
     if options.get("ssl_certfile"):

@@ -1,7 +1,7 @@
-"""The gateway's lean Redis connection (services/gateway/lane.py) against a real Redis: replies
-in order with errors in their slots, scripts the server forgot loaded again, the URL's
-database, raw XREAD entries, and a lost connection failing its callers and then connecting
-again."""
+"""The lean Redis connection (services/redis/lane.py) against a real Redis: replies in order
+with errors in their slots, scripts the server forgot loaded again, the URL's (or the
+client's) database, raw XREAD entries, an empty batch, a lost connection failing its callers
+and then connecting again, and a server that never answers timing its callers out."""
 
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ import pytest
 import redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from services.gateway.lane import Lane
+from services.redis.connection import node_client
+from services.redis.lane import Lane, close_lane, lane_of
 from services.redis.lua import LuaScript
 
 pytestmark = [pytest.mark.service, pytest.mark.anyio]
@@ -109,3 +111,47 @@ async def test_an_unreachable_redis_is_a_connection_error() -> None:
     lane = Lane("redis://127.0.0.1:1/0")
     with pytest.raises(RedisConnectionError):
         await lane.call("PING")
+
+
+async def test_a_lane_of_a_client_speaks_to_its_node_and_database(node_redis_url: str) -> None:
+    client = node_client(f"{node_redis_url.rstrip('/')}/4")
+    k = key()
+    try:
+        lane = lane_of(client)
+        assert lane_of(client) is lane  # one lane per client, shared by its users
+        assert await lane.call("SET", k, "in four") == b"OK"
+        assert await client.get(k) == b"in four"
+        assert await lane.pipeline([]) == []  # an empty batch is answered at once
+        await client.delete(k)
+    finally:
+        await close_lane(client)
+        await client.aclose()
+
+
+async def test_a_server_that_never_answers_times_the_callers_out() -> None:
+    """A peer that accepts and then says nothing (a Redis paused, a network that dropped the
+    route) fails the batches waiting once the lane's timeout passes, like redis-py's socket
+    timeout; a blocking command's own wait is added to it."""
+    accepted: list[asyncio.StreamWriter] = []
+
+    async def silent(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(writer)
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    lane = Lane(f"redis://127.0.0.1:{port}/0", timeout_s=0.3)
+    try:
+        started = asyncio.get_running_loop().time()
+        with pytest.raises(RedisTimeoutError):
+            await lane.call("PING")
+        assert asyncio.get_running_loop().time() - started < 2.0
+        started = asyncio.get_running_loop().time()
+        with pytest.raises(RedisTimeoutError):  # connects again, and waits out the block too
+            await lane.pipeline([("BLPOP", "k", 1)], block_s=1.0)
+        assert 1.3 <= asyncio.get_running_loop().time() - started < 3.0
+        assert len(accepted) == 2
+    finally:
+        await lane.aclose()
+        server.close()
+        for writer in accepted:
+            writer.close()
