@@ -24,6 +24,12 @@ its lease ran out — pushes the partition's deadlines back by that gap: the pla
 charged the time the service was away. This process's own clock still times its metrics,
 its log lines and the watch list's periodic checks.
 
+A move is judged against when its turn began and is over; the referee reads those from Redis
+(one script per partition of a batch) only for a match it has not just appended to itself:
+each append answers with the server's clock its deadline counted from, so the referee knows
+the turn's times exactly. It trusts what it knows only while its checks of the partition's
+deadlines are recent enough that no stall can have pushed them back unseen (``_fresh``).
+
 It reaches storage only through the event store and the message transport, so it runs the same
 on the in-memory backend and on Redis.
 """
@@ -82,6 +88,12 @@ DEADLINES_PER_CHECK = 200
 """At most this many turns of a partition are timed out per check (every 50 ms)."""
 LATER = 2**62
 """A time after every arrival in a batch: when a turn begun by an append still on its way did."""
+STALL_MARGIN_MS = 500
+"""How much sooner than DOMINO_STALL_MS the turn times a referee learnt from its own appends
+stop being trusted once the partition's deadlines have not been checked: the last check is
+written at most every 250 ms, and the rest covers the round trip and the clocks' drift."""
+KNOWN_TIMES_KEPT = 100_000
+"""At most this many matches' turn times are remembered (all are forgotten at once)."""
 
 
 @dataclass(slots=True)
@@ -104,6 +116,8 @@ class Pending:
     request: AppendRequest
     decision: Decision
     partition: int
+    times: TurnTimes | None
+    """The turn times the command was decided against (None: none known)."""
 
 
 class Referee(GroupWorker):
@@ -134,6 +148,13 @@ class Referee(GroupWorker):
         # refused as to any finished match, and its id can never be created again
         self.matches = MatchRepository(MatchSource(store, archive))
         self._moved: dict[str, float] = {}  # match id -> when this referee last moved it
+        self._times: dict[str, tuple[int, TurnTimes]] = {}
+        """Match id -> the version this referee appended and its turn's times on the server's
+        clock, as that append set them."""
+        self._checked: dict[int, tuple[float, int]] = {}
+        """Partition -> when the last check of its deadlines was sent (``time.monotonic()``)
+        and what the server's clock said then (ms)."""
+        self._trust_ms = max(0, settings.stall_ms - STALL_MARGIN_MS)
         self.leases = PartitionLeases(
             transport.leases(), self.keys.partitions, name, settings.lease_ms
         )
@@ -187,8 +208,11 @@ class Referee(GroupWorker):
         owned = sorted(await self.leases.refresh())
         self.leased_at = time.monotonic()
         self._held.set(len(owned))
-        if self.leases.gained:
-            self.matches.forget_partitions(self.leases.gained)
+        gained = self.leases.gained
+        if gained:
+            self.matches.forget_partitions(gained)
+            self._forget_times(gained)
+            await self._start_clocks(sorted(gained))
         if owned != self.owned:
             log.info("partitions held", consumer=self.name, partitions=owned)
             self.owned = owned
@@ -235,19 +259,33 @@ class Referee(GroupWorker):
             except Exception:
                 log.exception("deadline check failed")
 
-    async def fire_deadlines(self) -> int:
+    async def _start_clocks(self, partitions: list[int]) -> None:
+        """Check the deadlines of partitions just taken before reading their commands: a
+        partition nobody checked yet starts its clock there, so a stall from the first turn
+        on is made up for too; one a referee left is made up for at once."""
+        try:
+            await self.fire_deadlines(partitions)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # the clock loop checks them again within a tick
+            log.exception("deadline check failed", partitions=partitions)
+
+    async def fire_deadlines(self, partitions: list[int] | None = None) -> int:
         """Time out every turn whose deadline has passed on the Redis server's clock, once the
         commands that reached its partition before the deadline are decided (TimeOutTurn);
-        return how many. A stall since the last check is made up for first."""
+        return how many. A stall since the last check is made up for first. Checks the
+        partitions held, or only ``partitions``."""
         now = self.clock()
         work: list[Work] = []
-        owned = list(self.owned)
+        owned = list(self.owned) if partitions is None else partitions
+        sent = time.monotonic()
         found = await self.transport.deadlines_due(
             owned, GROUP, DEADLINES_PER_CHECK, self.settings.stall_ms
         )
         for p, due in zip(owned, found, strict=True):
             if due.shifted_ms:
                 self._stalled(p, due.shifted_ms)
+            self._checked[p] = (sent, due.now_ms)
             key = self.keys.deadlines(p)
             for match_id in due.matches:
                 state = await self.matches.load(match_id)
@@ -265,6 +303,7 @@ class Referee(GroupWorker):
         return len(work)
 
     def _stalled(self, partition: int, shifted_ms: int) -> None:
+        self._forget_times({partition})  # its deadlines moved: what this referee knew is old
         DEADLINE_STALLS.labels(str(partition)).inc()
         log.warning(
             "deadlines pushed back: nobody checked them for a while",
@@ -404,6 +443,7 @@ class Referee(GroupWorker):
             except BaseException:
                 for p in pending:  # what was stored is unknown: read it afresh next time
                     self.matches.forget(p.request.match_id)
+                    self._times.pop(p.request.match_id, None)
                 raise
             appended = time.perf_counter()
             applied: list[Pending] = []
@@ -415,6 +455,7 @@ class Referee(GroupWorker):
                 if isinstance(result, ConcurrencyError) or match_id in failed:
                     failed.add(match_id)
                     self.matches.forget(match_id)
+                    self._times.pop(match_id, None)
                     w = p.work
                     w.attempts += 1
                     if w.retry and w.attempts < 4:
@@ -430,11 +471,13 @@ class Referee(GroupWorker):
                 p.work.acked = True
                 if result.duplicate:
                     self.matches.forget(match_id)  # nothing was written: read what is stored
+                    self._times.pop(match_id, None)
                     self._outcomes["duplicate"].inc()
                     continue
                 applied.append(p)
                 decision = p.decision
                 self.matches.stored(match_id, decision.state)
+                self._learn_times(decision, result.server_ms, p.times)
                 if decision.state.phase == "over":  # when each live match last moved
                     moved.pop(match_id, None)
                 else:
@@ -484,6 +527,8 @@ class Referee(GroupWorker):
         match of ``work`` a move from a stream may be late for (one round trip; none when no
         match of the batch has deadlines). A stall found is made up for first."""
         asked: dict[int, list[str]] = {}
+        known: dict[str, TurnTimes] = {}
+        since = time.monotonic() - self._trust_ms / 1000
         for w in work:
             if w.entry is None or not isinstance(w.envelope.command, MOVES):
                 continue
@@ -495,15 +540,72 @@ class Referee(GroupWorker):
                 partition = self.keys.partition_of(match_id)
             except InvalidMatchId:
                 continue  # rejected when decided
+            mine = self._times.get(match_id)
+            if (
+                mine is not None
+                and cached is not None
+                and mine[0] == cached.version
+                and self._fresh(partition, since, w.entry.arrived_ms)
+            ):
+                known[match_id] = mine[1]
+                continue
             ids = asked.setdefault(partition, [])
             if match_id not in ids:
                 ids.append(match_id)
         if not asked:
-            return {}
+            return known
         read = await self.transport.turn_times(asked, self.settings.stall_ms)
         for partition, shifted in read.shifted.items():
             self._stalled(partition, shifted)
-        return read.turns
+        if read.shifted:  # a stall moved deadlines: what was known of them is no more
+            stalled = read.shifted
+            known = {m: t for m, t in known.items() if self.keys.partition_of(m) not in stalled}
+        return {**known, **read.turns} if known else read.turns
+
+    def _fresh(self, partition: int, since: float, arrived_ms: int) -> bool:
+        """Whether no stall can have pushed the partition's deadlines back unseen, so that the
+        turn times this referee learnt from its appends still hold for a move that reached
+        the stream at ``arrived_ms``: its deadlines were checked after ``since`` (on this
+        process's clock: this referee has not stalled since), and the move arrived less than
+        a stall after that check on the server's clock (Redis did not pause, nor its clock
+        jump). Else they are read from Redis, which makes up for a stall first."""
+        checked = self._checked.get(partition)
+        if checked is None:
+            return False
+        sent, server_ms = checked
+        return sent > since and arrived_ms < server_ms + self._trust_ms
+
+    def _learn_times(
+        self, decision: Decision, server_ms: int | None, before: TurnTimes | None
+    ) -> None:
+        """Remember the turn times an applied append set, from the server's clock it answered
+        with: the deadline counts from it, and so does the turn's beginning when a turn began;
+        else the turn began when it did before the append (as this referee knew it, or as
+        ``before``, the times read for the version it was decided against, says)."""
+        match_id = decision.match_id
+        limit = decision.deadline_ms
+        if limit is None or server_ms is None:
+            self._times.pop(match_id, None)
+            return
+        prior = self._times.get(match_id)
+        if decision.new_turn:
+            began = server_ms
+        elif prior is not None and prior[0] == decision.expected_version:
+            began = prior[1].began_ms  # learnt from the append before (of this batch, say)
+        elif before is not None and before.began_ms != LATER:
+            began = before.began_ms
+        else:
+            self._times.pop(match_id, None)
+            return
+        if len(self._times) >= KNOWN_TIMES_KEPT and match_id not in self._times:
+            self._times.clear()
+        self._times[match_id] = (decision.state.version, TurnTimes(began, server_ms + limit))
+
+    def _forget_times(self, partitions: set[int]) -> None:
+        """Read the turn times of ``partitions``' matches from Redis again next time."""
+        keys = self.keys
+        for match_id in [m for m in self._times if keys.partition_of(m) in partitions]:
+            del self._times[match_id]
 
     async def _decide(
         self, w: Work, ahead: dict[str, Decision], times: dict[str, TurnTimes]
@@ -519,7 +621,8 @@ class Referee(GroupWorker):
             return None
         batched = ahead.get(match_id)
         if batched is not None:
-            outcome = self._decide_against(batched.state, w, _times_after(batched, times))
+            against = _times_after(batched, times)
+            outcome = self._decide_against(batched.state, w, against)
             if isinstance(outcome, Rejection):
                 return w  # decided against an append still on its way: decide again after it
             decision = outcome
@@ -527,17 +630,19 @@ class Referee(GroupWorker):
             # Taken out of the repository while it is decided and appended: what is cached
             # is only ever what is stored.
             state = await self.matches.take(match_id)
-            outcome = self._decide_against(state, w, times.get(match_id))
+            against = times.get(match_id)
+            outcome = self._decide_against(state, w, against)
             if isinstance(outcome, Rejection):
                 rechecked = await self._recheck(w, state, outcome)
                 if rechecked is None:
                     return None
                 outcome = rechecked
+                against = None  # decided against times read afresh, not these
             decision = outcome
         entry = w.entry
         ack = None if entry is None else Ack(entry.stream, GROUP, entry.id)
         request = append_request(decision, self.keys, partition, ack=ack, watch_ms=self.watch_ms)
-        return Pending(w, request, decision, partition)
+        return Pending(w, request, decision, partition, against)
 
     async def _recheck(
         self, w: Work, state: MatchState | None, rejection: Rejection

@@ -104,17 +104,28 @@ class AppendResult:
 
     An append of no events gets `first_version == last_version + 1` (an empty range).
     `duplicate` is True when the command id had been seen and this is the earlier result.
+    `server_ms` is the store's clock (the Redis server's, in ms) that the append's relative
+    schedules counted from, when it had any (None otherwise, and for a duplicate): a writer
+    knows from it exactly when the deadlines it set fall, without reading them back.
     """
 
     first_version: int
     last_version: int
     duplicate: bool = False
+    server_ms: int | None = None
 
-    def __init__(self, first_version: int, last_version: int, duplicate: bool = False) -> None:
-        set_first, set_last, set_duplicate = _RESULT_SLOTS
+    def __init__(
+        self,
+        first_version: int,
+        last_version: int,
+        duplicate: bool = False,
+        server_ms: int | None = None,
+    ) -> None:
+        set_first, set_last, set_duplicate, set_server_ms = _RESULT_SLOTS
         set_first(self, first_version)
         set_last(self, last_version)
         set_duplicate(self, duplicate)
+        set_server_ms(self, server_ms)
 
 
 @dataclass(frozen=True, slots=True, init=False)

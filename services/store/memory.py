@@ -316,14 +316,17 @@ class MemoryEventStore(EventStore):
             self._logs[partition].extend(recorded)
         for entry in outbox:
             self.streams.add(entry.stream, {b"__data__": bytes(entry.payload)})
+        now_ms: int | None = None
         for change in schedule:
             at = change.at_ms
             if at is not None and change.relative:
-                at += int(self.clock() * 1000)
+                if now_ms is None:
+                    now_ms = int(self.clock() * 1000)
+                at += now_ms
             self.streams.schedule(change.key, change.member, at)
-        result = AppendResult(expected_version + 1, expected_version + len(recorded))
-        self._dedupe.setdefault(match_id, {})[command_id] = result
-        return result
+        first, last = expected_version + 1, expected_version + len(recorded)
+        self._dedupe.setdefault(match_id, {})[command_id] = AppendResult(first, last)
+        return AppendResult(first, last, server_ms=now_ms)
 
     def _ack(self, ack: Ack | None) -> None:
         if ack is not None:

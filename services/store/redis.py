@@ -49,7 +49,8 @@ APPEND = LuaScript(
 --       a (0 or 1), the ack's group and entry id if a = 1, n (type, data) pairs, m outbox
 --       payloads, then a (member, time) pair per schedule entry, an empty time meaning
 --       remove the member and '+<ms>' that many ms after this server's clock (TIME)
--- Reply: 0 when applied, {1, 'first:last'} for a duplicate, {2, actual version} on conflict
+-- Reply: 0 when applied ({0, the server's clock in ms} when a schedule counted from it),
+--        {1, 'first:last'} for a duplicate, {2, actual version} on conflict
 local expected = tonumber(ARGV[2])
 local actual = redis.call('XLEN', KEYS[1])
 local acking = ARGV[6] == '1'
@@ -102,6 +103,9 @@ for s = k, #KEYS do
     redis.call('ZADD', KEYS[s], at, ARGV[j])
   end
   j = j + 2
+end
+if now then
+  return {0, now}
 end
 return 0
 """
@@ -419,6 +423,8 @@ def _result(
         return AppendResult(expected_version + 1, expected_version + count)
     if isinstance(reply, list) and len(reply) == 2:
         status, value = reply
+        if status == _OK and isinstance(value, int):
+            return AppendResult(expected_version + 1, expected_version + count, server_ms=value)
         if status == _DUPLICATE:
             first, last = value.split(b":")
             return AppendResult(int(first), int(last), duplicate=True)

@@ -7,6 +7,8 @@ runs as processes in tests/service.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import pytest
 
 from engine.rules import Rules
@@ -15,6 +17,7 @@ from events.codec import JSON
 from events.envelope import CommandEnvelope
 from events.model import DealRound, DrawTile, PassTurn, TimeOutTurn
 from services.store import AppendResult, EventStore, NewEvent
+from services.transport.base import TurnTimesRead
 from tests.behaviour.table import Table
 from tests.support.backends import Backend
 
@@ -202,7 +205,7 @@ async def test_a_gap_in_the_deadline_checks_longer_than_a_stall_is_given_back_to
     the turn out, and the turn times out once that time has passed too."""
     table = await Table(backend, stall_ms=1_000).start()
     await table.create("m-1", bots=(None, None), deadline_ms=1_000)
-    assert await table.referee.fire_deadlines() == 0  # a check: the clock starts
+    assert await table.referee.fire_deadlines() == 0  # a check just before the gap
     deadline = await table.deadline("m-1")
     await table.until(deadline + 500)
     assert await table.referee.fire_deadlines() == 0
@@ -215,6 +218,80 @@ async def test_a_gap_in_the_deadline_checks_longer_than_a_stall_is_given_back_to
     assert "turn_timed_out" in tags(await table.log("m-1"))
     if backend.name == "memory":
         assert table.clock.now * 1000 >= pushed
+
+
+async def test_a_stall_before_anyone_checked_a_new_partition_is_given_back_too(
+    backend: Backend,
+) -> None:
+    """The referee stalls right after the first turn of a partition nobody served before
+    began, before its clock loop ever checked that partition: taking the partition started
+    its clock, so the gap is given back all the same."""
+    table = await Table(backend, stall_ms=1_000).start()
+    await table.create("m-1", bots=(None, None), deadline_ms=1_000)
+    deadline = await table.deadline("m-1")
+    await table.until(deadline + 500)
+    assert await table.referee.fire_deadlines() == 0
+    assert await table.deadline("m-1") >= deadline + 1_000
+    assert "turn_timed_out" not in tags(await table.log("m-1"))
+
+
+def count_turn_time_reads(table: Table) -> list[dict[int, list[str]]]:
+    """The referee's reads of turn times from the transport, as they happen: the real reads,
+    each recorded with the matches it asked for."""
+    reads: list[dict[int, list[str]]] = []
+    transport = table.referee.transport
+    read = transport.turn_times
+
+    async def recorded(matches: Mapping[int, Sequence[str]], stall_ms: int) -> TurnTimesRead:
+        reads.append({p: list(ids) for p, ids in matches.items()})
+        return await read(matches, stall_ms)
+
+    transport.turn_times = recorded  # type: ignore[method-assign]
+    return reads
+
+
+async def test_the_turn_times_of_a_referees_own_append_are_not_read_back_while_fresh(
+    backend: Backend,
+) -> None:
+    """Each append answers with the server's clock its deadline counted from: the next move
+    is judged against the times the referee knows, with no read, while the partition's
+    deadlines were checked within a stall; past that, they are read again (a stall may have
+    pushed them back)."""
+    table = await Table(backend, stall_ms=1_000).start()
+    await table.create("m-1", bots=(None, None), deadline_ms=30_000)
+    reads = count_turn_time_reads(table)
+    for n in range(2):
+        assert await table.referee.fire_deadlines() == 0  # the check every 50 ms
+        state = await table.state("m-1")
+        await table.send("m-1", view_for(state, state.turn).legal[0], f"move-{n}")
+        await table.referee.step()
+        assert (await table.state("m-1")).version > state.version
+    assert reads == []
+    await table.pass_time(0.6)  # longer than a stall less its margin, with no check
+    state = await table.state("m-1")
+    await table.send("m-1", view_for(state, state.turn).legal[0], "after-a-gap")
+    await table.referee.step()
+    assert (await table.state("m-1")).version > state.version
+    assert reads == [{table.keys.partition_of("m-1"): ["m-1"]}]
+    assert await table.rejections() == []
+
+
+async def test_a_move_after_a_deadline_the_referee_knows_from_its_append_is_refused_as_late(
+    backend: Backend,
+) -> None:
+    """The times the referee learnt from its own append are the stored ones: a move
+    that reached the stream once its turn was over is refused, unread or not."""
+    table = await Table(backend, stall_ms=3_000).start()
+    state = await table.create("m-1", bots=(None, None), deadline_ms=1_000)
+    reads = count_turn_time_reads(table)
+    assert await table.referee.fire_deadlines() == 0
+    await table.until(await table.deadline("m-1"))
+    await table.send("m-1", view_for(state, state.turn).legal[0], "late")
+    await table.referee.step()
+    [rejected] = await table.rejections()
+    assert (rejected.command_id, rejected.rejection.reason) == ("late", "late")
+    assert reads == []
+    assert await table.referee.fire_deadlines() == 1
 
 
 async def test_a_command_that_breaks_the_referee_is_parked_alone(backend: Backend) -> None:
