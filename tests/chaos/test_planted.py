@@ -111,6 +111,15 @@ def _play_one(planted: Planted) -> str:
     return match_id
 
 
+def _caught_up(planted: Planted, what: str) -> None:
+    """Wait until every projection of every partition is at its log's last entry."""
+    url, settings = planted.redis_url, planted.settings
+    _eventually(
+        what,
+        lambda: not asyncio.run(projections_behind(url, settings.prefix, settings.partitions)),
+    )
+
+
 def _settled(planted: Planted) -> None:
     """Nothing pending in any group, and every process still running."""
     url, prefix = planted.redis_url, planted.settings.prefix
@@ -219,11 +228,7 @@ def test_garbage_in_the_notification_log_is_passed_over_by_the_projector_and_the
     asyncio.run(watch())
     log = asyncio.run(read_log(planted.redis_url, planted.settings, match_id))
     assert watched.over and not lost_events(log, watched.seen)
-    url, prefix, partitions = planted.redis_url, planted.settings.prefix, keys.partitions
-    _eventually(
-        "the projections stopped at a planted entry",
-        lambda: not asyncio.run(projections_behind(url, prefix, partitions)),
-    )
+    _caught_up(planted, "the projections stopped at a planted entry")
     listed = httpx.get(f"{planted.gateway}{API}/matches", params={"status": "finished"})
     assert listed.status_code == 200
     assert match_id in [m["match_id"] for m in listed.json()["matches"]]
@@ -238,6 +243,7 @@ def test_a_corrupt_summary_is_left_out_of_the_lists_and_a_corrupt_match_log_is_a
     unreadable entry is answered with a typed error — never a 500."""
     keys = _keys(planted)
     match_id = _play_one(planted)
+    _caught_up(planted, "the projector never showed the match finished")
     p = keys.partition_of(match_id)
     summaries = f"{keys.projection('summary', p)}:matches"
     finished = f"{keys.projection('summary', p)}:finished"

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from services.config import Settings
+from services.projections.app import every_projection
+from services.store.keys import Keys
 from tests.support.topology import client_for
 
 
@@ -42,22 +45,24 @@ async def dead_letters(url: str, prefix: str) -> list[dict[str, str]]:
 
 
 async def projections_behind(url: str, prefix: str, partitions: int) -> list[str]:
-    """The projection checkpoints that are not at the last entry of their partition's
-    notification log (none once the projector has caught up)."""
+    """The projections of the service's projector whose checkpoint is not at the last entry
+    of their partition's notification log (none once the projector has caught up). A
+    projection that never committed is behind as soon as its log has an entry."""
     redis = client_for(url)
     try:
+        settings = Settings(redis_url=url, prefix=prefix, partitions=partitions)
+        names = every_projection(redis, settings).names()
+        keys = Keys(prefix, partitions)
         behind = []
         for p in range(partitions):
-            tag = f"{prefix}:{{p{p}}}"
-            last = await redis.xrevrange(f"{tag}:log", "+", "-", count=1)
-            at = last[0][0].decode() if last else None
-            async for key in redis.scan_iter(match=f"{tag}:proj:*", _type="string"):
-                name = key.decode()[len(f"{tag}:proj:") :]
-                if ":" in name:  # a data key, not a checkpoint
-                    continue
-                position = (await redis.get(key) or b"").decode()
+            last = await redis.xrevrange(keys.log(p), "+", "-", count=1)
+            if not last:
+                continue
+            at = last[0][0].decode()
+            for name in names:
+                position = (await redis.get(keys.projection(name, p)) or b"").decode()
                 if position != at:
-                    behind.append(f"{name} of partition {p} at {position}, the log at {at}")
+                    behind.append(f"{name} of partition {p} at {position!r}, the log at {at}")
         return behind
     finally:
         await redis.aclose()
