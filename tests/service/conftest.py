@@ -16,6 +16,7 @@ from events.codec import JSON
 from events.envelope import Envelope
 from services.cli.supervisor import Stack
 from services.config import Settings
+from services.store import open_archive
 from services.store.redis import RedisEventStore
 from tests.support.topology import client_for
 
@@ -48,13 +49,17 @@ def stack(redis_url: str, settings: Settings, tmp_path: object) -> Iterator[Stac
 
 
 async def read_log(url: str, settings: Settings, match_id: str) -> list[Envelope]:
-    """Every envelope of a match, in order."""
+    """Every envelope of a match, in order: from Redis, or from the settings' archive once the
+    projector has moved the finished match there (a test that looks late still finds it)."""
     redis = client_for(url)
     try:
         store = RedisEventStore(redis, partitions=settings.partitions, prefix=settings.prefix)
-        return [JSON.decode_envelope(r.data) for r in await store.read(match_id)]
+        records = await store.read(match_id)
     finally:
         await redis.aclose()
+    if not records and settings.archive:
+        records = await open_archive(settings.archive, settings.archive_s3_endpoint).read(match_id)
+    return [JSON.decode_envelope(r.data) for r in records]
 
 
 def fold(log: list[Envelope]) -> MatchState:
