@@ -64,22 +64,29 @@ class GreedyStrategy:
         return self.rng.choice(best)
 
 
-STRATEGIES: dict[str, Callable[[int | None, float], Strategy]] = {
-    "random": lambda seed, budget_ms: RandomStrategy(seed),
-    "greedy": lambda seed, budget_ms: GreedyStrategy(seed),
-    "search": lambda seed, budget_ms: SearchStrategy(seed, budget_ms=budget_ms),
+STRATEGIES: dict[str, Callable[[int | None, float, int | None], Strategy]] = {
+    "random": lambda seed, budget_ms, samples: RandomStrategy(seed),
+    "greedy": lambda seed, budget_ms, samples: GreedyStrategy(seed),
+    "search": lambda seed, budget_ms, samples: SearchStrategy(
+        seed, budget_ms=budget_ms, max_samples=samples
+    ),
 }
-"""Strategies by name: each factory takes a seed and a thinking time per move (in ms), which
-only the strategies that search use."""
+"""Strategies by name: each factory takes a seed, a thinking time per move (in ms) and the
+most deals a move tries (None: as many as the time allows), which only the strategies that
+search use."""
 
 
 def make_strategy(
-    name: str, seed: int | None = None, budget_ms: float = DEFAULT_BUDGET_MS
+    name: str,
+    seed: int | None = None,
+    budget_ms: float = DEFAULT_BUDGET_MS,
+    samples: int | None = None,
 ) -> Strategy:
-    """Build a strategy by name; raise ValueError naming the known ones otherwise."""
+    """Build a strategy by name; raise ValueError naming the known ones otherwise. A search
+    stops at ``budget_ms`` or after ``samples`` deals, whichever comes first."""
     try:
         factory = STRATEGIES[name]
     except KeyError:
         known = ", ".join(sorted(STRATEGIES))
         raise ValueError(f"unknown strategy {name!r}: choose one of {known}") from None
-    return factory(seed, budget_ms)
+    return factory(seed, budget_ms, samples)

@@ -197,6 +197,15 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     search_budget_ms: Annotated[
         float, Var("DOMINO_SEARCH_BUDGET_MS", "thinking time per move of the `search` bots")
     ] = DEFAULT_BUDGET_MS
+    search_samples: Annotated[
+        int,
+        Var(
+            "DOMINO_SEARCH_SAMPLES",
+            "most deals a `search` bot tries a move, whatever the budget left (0: as many as"
+            " the budget allows); with a budget it never reaches, it plays as strongly on any"
+            " machine, however loaded",
+        ),
+    ] = 0
     bot_pace_ms: Annotated[
         int,
         Var(
@@ -283,6 +292,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
                 "DOMINO_STALL_MS must be at least 300: the deadlines are checked every 50 ms,"
                 " and their last check is written every 250 ms"
             )
+        if settings.search_budget_ms <= 0 or settings.search_samples < 0:
+            raise ConfigError("DOMINO_SEARCH_BUDGET_MS is > 0 and DOMINO_SEARCH_SAMPLES ≥ 0")
         if not 0 <= settings.bot_pace_ms <= 60_000:
             raise ConfigError("DOMINO_BOT_PACE_MS is 0 to 60000 milliseconds")
         if not 0 <= settings.metrics_port <= 65535:

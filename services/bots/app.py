@@ -67,7 +67,8 @@ def bots_app(
         )
 
     async def start(redis: Client) -> Callable[[], Awaitable[None]]:
-        bot = make_strategy(strategy, seed, settings.search_budget_ms)
+        samples = settings.search_samples or None
+        bot = make_strategy(strategy, seed, settings.search_budget_ms, samples)
         worker = BotWorker(settings, RedisTransport(redis, topo), bot, pool, consumer)
         beat = asyncio.create_task(heartbeat(redis, topo, pool, consumer))
         group = GroupGauges(group_name(pool))

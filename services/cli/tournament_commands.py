@@ -48,6 +48,8 @@ from services.store.projection import RedisCheckpoints
 
 BUDGET_ENV = "DOMINO_SEARCH_BUDGET_MS"
 """The environment variable the bot workers read search's time per move from (ms)."""
+SAMPLES_ENV = "DOMINO_SEARCH_SAMPLES"
+"""The one they read the most deals a search move tries from."""
 
 
 def register(sub: Any) -> None:
@@ -76,6 +78,12 @@ def register(sub: Any) -> None:
     p.add_argument("--parallel", type=int, default=8, help="matches in play at once")
     p.add_argument(
         "--budget-ms", type=float, default=None, help=f"search's time per move ({BUDGET_ENV})"
+    )
+    p.add_argument(
+        "--samples",
+        type=int,
+        default=None,
+        help=f"most deals search tries a move, whatever its time left ({SAMPLES_ENV})",
     )
     p.add_argument("--timeout", type=float, default=3600.0, help="give up after this many s")
     p.set_defaults(func=cmd_tournament)
@@ -137,11 +145,17 @@ def cmd_tournament(args: argparse.Namespace) -> int:
             raise CliError("--budget-ms must be positive")
         # the stack hands its settings to the bot workers it starts
         settings = msgspec.structs.replace(settings, search_budget_ms=args.budget_ms)
-    budget = f"{settings.search_budget_ms:g}"
+    if args.samples is not None:
+        if args.samples < 1:
+            raise CliError("--samples must be at least 1")
+        settings = msgspec.structs.replace(settings, search_samples=args.samples)
+    budget = f"{settings.search_budget_ms:g} ms a move"
+    if settings.search_samples:
+        budget += f" or {settings.search_samples} deals, whichever comes first"
     workers = args.workers or max(1, os.cpu_count() or 1)
     pools = {name: workers for name in dict.fromkeys(strategies)}
     console = Console()
-    thinks = f"search thinks {budget} ms a move; " if "search" in strategies else ""
+    thinks = f"search thinks {budget}; " if "search" in strategies else ""
     if format == "lineup":
         what = (
             f"{matches} matches of {_title(rules)}, seats {','.join(strategies)} turned each match"

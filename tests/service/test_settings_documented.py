@@ -12,7 +12,7 @@ import msgspec
 import pytest
 
 from services.cli.settings import SECTIONS, configuration_markdown
-from services.config import Settings, Var, default_text, variables
+from services.config import ConfigError, Settings, Var, default_text, variables
 from services.gateway.config import GatewaySettings
 
 pytestmark = pytest.mark.service
@@ -95,3 +95,13 @@ def test_a_setting_whose_default_is_none_must_say_what_unset_means() -> None:
 
     with pytest.raises(TypeError, match=r"Vague\.path defaults to None"):
         variables(Vague)
+
+
+@pytest.mark.parametrize(
+    "variable, value",
+    [("DOMINO_SEARCH_SAMPLES", "-1"), ("DOMINO_SEARCH_BUDGET_MS", "0")],
+)
+def test_a_search_bot_that_could_not_think_is_refused_at_start(variable: str, value: str) -> None:
+    with pytest.raises(ConfigError, match=variable):
+        Settings.from_env({variable: value})
+    assert Settings.from_env({"DOMINO_SEARCH_SAMPLES": "50"}).search_samples == 50
