@@ -468,7 +468,11 @@ class Players:
         """GET /account/play: every seat the account holds on one connection; each line is a
         seat stream's line wrapped as {"match_id", "seat", "line"}. The seats' lines are written
         as they come (those that came together in one write); the account's live matches are
-        looked up when it is LOOK_S since the last look, and every POLL_S when all is quiet."""
+        looked up when it is LOOK_S since the last look, and every POLL_S when all is quiet.
+
+        A seat's stream that the hub ended before its match did (its feed failed, or it fell
+        too far behind) is opened again at once, from a snapshot, even if the match has ended
+        meanwhile: the client then sees its end as a snapshot of the match over."""
         account = await self.gw.account(request)
         sse = self.gw.wants_sse(request)
         everything = self.gw.wants_everything(request)
@@ -481,20 +485,25 @@ class Players:
             loop = asyncio.get_running_loop()
             heads: dict[Subscriber, tuple[str, bytes]] = {}  # stream -> its match, line head
             followed: dict[str, int] = {}  # match -> its seats' streams still open
+            again: set[str] = set()  # matches whose streams ended before the match did
             look_at = loop.time()
             try:
                 while True:
                     if loop.time() >= look_at:
                         look_at = loop.time() + LOOK_S
-                        for match_id in await gw.feeds.live(account.id):
+                        live = await gw.feeds.live(account.id)
+                        for match_id in [*live, *(again - set(live))]:
                             if match_id in followed:
                                 continue
-                            followed[match_id] = 0
+                            followed[match_id] = 0  # none: the account holds no seat there
+                            again.discard(match_id)
                             for seat in await gw.seats_of(account, match_id):
                                 try:
                                     feed = await hub.follow(match_id)
-                                except FeedUnavailable:
-                                    del followed[match_id]
+                                except FeedUnavailable:  # looked at again next time
+                                    if not followed[match_id]:
+                                        del followed[match_id]
+                                    again.add(match_id)
                                     break
                                 head = b'{"match_id":"%s","seat":%d,"line":' % (
                                     match_id.encode(),
@@ -517,11 +526,15 @@ class Players:
                                     wrapped = head + line + b"}\n"
                                     out.append(_sse_data(wrapped) if sse else wrapped)
                         if sub.finished and not sub.chunks:
+                            known = hub.feeds.get(match_id)
+                            if known is None or not known.over:  # cut short: open it again
+                                again.add(match_id)
+                                look_at = loop.time()
                             del heads[sub]
                             _unsubscribe(hub, match_id, sub)
                             followed[match_id] -= 1
                             if not followed[match_id]:
-                                del followed[match_id]  # the match ended: its lines are sent
+                                del followed[match_id]  # its lines are sent
                     yield b"".join(out)
             finally:
                 for sub, (match_id, _) in heads.items():

@@ -82,7 +82,8 @@ async def play_account(
             match_id, seat = wrapped["match_id"], wrapped["seat"]
             if line["type"] == "event" and seen is not None:
                 seen.add(line["event"]["type"])
-            if line["type"] == "event" and line["event"]["type"] == "match_ended":
+            over = (line.get("view") or {}).get("phase") == "over"  # an end seen afresh
+            if over or (line["type"] == "event" and line["event"]["type"] == "match_ended"):
                 if match_id not in ended:
                     ended.append(match_id)
                 if len(ended) >= matches:
