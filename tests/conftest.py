@@ -99,10 +99,11 @@ def clean_redis_url(redis_url: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def gateways(topology_url: str) -> Iterator[Gateways]:
+def gateways(topology_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateways]:
     """One hosted stack with two gateways for every test that needs one (tests/gateway,
-    tests/sdk): started once, when the first of them runs."""
-    with running_gateways(topology_url) as g:
+    tests/sdk): started once, when the first of them runs. Its processes' logs are kept in
+    pytest's temporary directory (``gateways-logs*``), for a failure to be read afterwards."""
+    with running_gateways(topology_url, tmp_path_factory.mktemp("gateways-logs")) as g:
         yield g
 
 

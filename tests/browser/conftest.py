@@ -36,7 +36,7 @@ from services.cli.supervisor import Stack
 from services.config import Settings
 from tests.browser.service import Relay, Service, relaying, serving
 from tests.browser.table import ARTIFACTS, PHONE
-from tests.gateway.conftest import PLAY_LIMITS, Gateways, free_port, wait_healthy
+from tests.gateway.conftest import PLAY_LIMITS, Gateways, free_port, wait_healthy, wait_served
 
 HERE = Path(__file__).parent
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome")
@@ -137,6 +137,7 @@ def service(node_redis_url: str) -> Iterator[Service]:
     with Stack(node_redis_url, settings, pools=pools, log_dir=logs) as stack:
         gateways = Gateways(stack, settings, node_redis_url, "", "")
         gateways.url = spawn_gateway(stack, logs / "gateway.log")
+        wait_served(node_redis_url, settings, list(pools))
         with serving(gateways) as s:
             yield s
 

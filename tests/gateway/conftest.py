@@ -9,14 +9,17 @@ kept in Redis, so what both count per client address (127.0.0.1) they count toge
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import os
+import signal
 import socket
 import subprocess
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -25,9 +28,12 @@ import pytest
 from engine.game import evolve
 from engine.state import MatchState
 from events.envelope import Envelope
+from services.bots.worker import pool_served
 from services.cli.supervisor import Stack
 from services.config import Settings
+from services.store.keys import Keys
 from tests.service.conftest import read_log
+from tests.support.topology import client_for
 
 
 @pytest.fixture(scope="session")
@@ -83,15 +89,28 @@ class Gateways:
         wait_healthy(url, self.stack.processes[name], timeout=60.0)  # a loaded machine
         return url
 
+    @contextlib.contextmanager
+    def spawned(self, name: str, port: int, env: dict[str, str]) -> Iterator[str]:
+        """:meth:`spawn_gateway` for a module's fixture: the gateway is stopped when it is
+        done, so no gateway of one module's settings runs on into the next (holding the
+        matchmaker's lease with them, or loading the machine)."""
+        url = self.spawn_gateway(name, port, env)
+        try:
+            yield url
+        finally:
+            if name in self.stack.processes:
+                self.stack.kill(name, signal.SIGTERM)
+
     def log(self, match_id: str) -> list[Envelope]:
         """A match's log, read straight from Redis."""
         return asyncio.run(read_log(self.redis_url, self.settings, match_id))
 
 
 @contextlib.contextmanager
-def running_gateways(redis_url: str) -> Iterator[Gateways]:
+def running_gateways(redis_url: str, log_dir: Path | None = None) -> Iterator[Gateways]:
     """Referee, random and greedy house bots, projector, and two gateways (the session's
-    ``gateways`` fixture, tests/conftest.py, shared by the gateway and SDK tests)."""
+    ``gateways`` fixture, tests/conftest.py, shared by the gateway and SDK tests); each
+    process logs to ``log_dir``/<name>.log when given."""
     settings = Settings(
         redis_url=redis_url,
         prefix=f"g{uuid.uuid4().hex[:10]}",
@@ -99,10 +118,11 @@ def running_gateways(redis_url: str) -> Iterator[Gateways]:
         claim_idle_ms=600,
         log_level="warning",
     )
-    with Stack(redis_url, settings, pools={"random": 1, "greedy": 1}) as stack:
+    with Stack(redis_url, settings, pools={"random": 1, "greedy": 1}, log_dir=log_dir) as stack:
         g = Gateways(stack, settings, redis_url, "", "")
         g.url = g.spawn_gateway("gateway", free_port(), PLAY_LIMITS)
         g.strict_url = g.spawn_gateway("gateway-strict", free_port(), STRICT_LIMITS)
+        wait_served(redis_url, settings, ["random", "greedy"])
         yield g
 
 
@@ -118,6 +138,33 @@ def _environ(env: dict[str, str]) -> Iterator[None]:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def wait_served(
+    redis_url: str, settings: Settings, pools: list[str], timeout: float = 60.0
+) -> None:
+    """Wait until a worker of each house pool has said it serves it: a gateway refuses a
+    match seating a pool nobody serves (pool_unavailable), and a loaded machine may answer
+    a gateway's health check before a bot worker has started."""
+
+    keys = Keys(settings.prefix, settings.partitions)
+
+    async def served() -> bool:
+        redis = client_for(redis_url)
+        try:
+            deadline = time.monotonic() + timeout
+            while not all([await pool_served(redis, keys, pool) for pool in pools]):
+                if time.monotonic() > deadline:
+                    return False
+                await asyncio.sleep(0.1)
+            return True
+        finally:
+            await redis.aclose()
+
+    # in a thread of its own: the caller may be inside an event loop (Playwright's)
+    with concurrent.futures.ThreadPoolExecutor(1) as thread:
+        if not thread.submit(asyncio.run, served()).result():
+            pytest.fail(f"no worker of the pools {pools} said it serves them in {timeout} s")
 
 
 def free_port() -> int:
@@ -142,8 +189,15 @@ def wait_healthy(url: str, process: subprocess.Popen[bytes], timeout: float = 60
 
 
 def create(url: str, seats: list[str | None], **body: Any) -> str:
-    """Create a lobby match; return its id."""
-    r = httpx.post(f"{url}/api/v1/matches", json={"seats": seats, **body})
+    """Create a lobby match; return its id. A house pool whose worker has not announced
+    itself yet (a stack just started, on a loaded machine) is waited for, up to 30 s."""
+    give_up = time.monotonic() + 30.0
+    while True:
+        r = httpx.post(f"{url}/api/v1/matches", json={"seats": seats, **body})
+        starting = r.status_code == 409 and r.json().get("error") == "pool_unavailable"
+        if not starting or time.monotonic() > give_up:
+            break
+        time.sleep(0.2)
     assert r.status_code == 201, r.text
     match_id: str = r.json()["match"]["match_id"]
     return match_id

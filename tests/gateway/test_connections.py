@@ -41,16 +41,18 @@ def edge_env(**more: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def edged(gateways: Gateways) -> str:
+def edged(gateways: Gateways) -> Iterator[str]:
     """A gateway whose deadlines are all one second."""
-    return gateways.spawn_gateway("gateway-edges", free_port(), edge_env())
+    with gateways.spawned("gateway-edges", free_port(), edge_env()) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
-def capped(gateways: Gateways) -> str:
+def capped(gateways: Gateways) -> Iterator[str]:
     """A gateway that keeps at most three connections open, with a one second keep-alive."""
     env = edge_env(DOMINO_GATEWAY_MAX_CONNECTIONS="3", DOMINO_GATEWAY_KEEPALIVE_S="1")
-    return gateways.spawn_gateway("gateway-capped", free_port(), env)
+    with gateways.spawned("gateway-capped", free_port(), env) as url:
+        yield url
 
 
 def address(url: str) -> tuple[str, int]:

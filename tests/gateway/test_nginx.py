@@ -89,8 +89,16 @@ def proxied(gateways: Gateways, tmp_path_factory: pytest.TempPathFactory) -> Ite
         "DOMINO_GATEWAY_TRUSTED_PROXIES": "127.0.0.1",
         "DOMINO_GATEWAY_KEEPALIVE_S": "1",
     }
-    upstream = gateways.spawn_gateway("gateway-nginx", free_port(), env).removeprefix("http://")
-    root = tmp_path_factory.mktemp("nginx")
+    with (
+        gateways.spawned("gateway-nginx", free_port(), env) as upstream,
+        _nginx(upstream.removeprefix("http://"), tmp_path_factory.mktemp("nginx")) as url,
+    ):
+        yield url
+
+
+@contextlib.contextmanager
+def _nginx(upstream: str, root: Path) -> Iterator[str]:
+    """nginx on a free port, configured under ``root``, in front of ``upstream``; its URL."""
     port = free_port()
     main = configured(root, port, upstream)
     process = subprocess.Popen(

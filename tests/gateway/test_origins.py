@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -20,14 +21,15 @@ MATCH = {"seats": [None, None], "rules": {"players": 2}}
 
 
 @pytest.fixture(scope="module")
-def named(gateways: Gateways) -> str:
+def named(gateways: Gateways) -> Iterator[str]:
     """A gateway that answers for domino.test only, and takes posts from one other site."""
     env = {
         **PLAY_LIMITS,
         "DOMINO_GATEWAY_ALLOWED_HOSTS": "domino.test",
         "DOMINO_GATEWAY_ALLOWED_ORIGINS": "https://bots.example",
     }
-    return gateways.spawn_gateway("gateway-named", free_port(), env)
+    with gateways.spawned("gateway-named", free_port(), env) as url:
+        yield url
 
 
 def refused(r: httpx.Response, code: str) -> None:

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -62,15 +63,15 @@ def body_of(move: Move) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def racing(gateways: Gateways) -> Gateways:
+def racing(gateways: Gateways) -> Iterator[Gateways]:
     """The stack with a gateway of its own whose budget of rejected moves is unlimited: the
     races below are refused by the rules (C4) on purpose, many times over."""
-    url = gateways.spawn_gateway(
+    with gateways.spawned(
         "gateway-races",
         free_port(),
         {**PLAY_LIMITS, "DOMINO_GATEWAY_REJECTED_MOVE_BURST": "100000"},
-    )
-    return Gateways(gateways.stack, gateways.settings, gateways.redis_url, url, url)
+    ) as url:
+        yield Gateways(gateways.stack, gateways.settings, gateways.redis_url, url, url)
 
 
 class Table:

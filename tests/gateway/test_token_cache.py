@@ -5,7 +5,7 @@ and on every other gateway within that time. Two real gateway processes on one R
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
@@ -23,12 +23,14 @@ SLACK_S = 2.0
 
 
 @pytest.fixture(scope="module")
-def pair(gateways: Gateways) -> tuple[str, str]:
+def pair(gateways: Gateways) -> Iterator[tuple[str, str]]:
     """Two gateways that remember a token's look-up for one second."""
     env = {**PLAY_LIMITS, "DOMINO_GATEWAY_TOKEN_CACHE_S": str(CACHE_S)}
-    a = gateways.spawn_gateway("gateway-cache-a", free_port(), env)
-    b = gateways.spawn_gateway("gateway-cache-b", free_port(), env)
-    return a, b
+    with (
+        gateways.spawned("gateway-cache-a", free_port(), env) as a,
+        gateways.spawned("gateway-cache-b", free_port(), env) as b,
+    ):
+        yield a, b
 
 
 def stops_within(seconds: float, status: Callable[[], int]) -> float:
