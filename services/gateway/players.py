@@ -495,14 +495,12 @@ class Players:
                         for match_id in [*live, *(again - set(live))]:
                             if match_id in followed:
                                 continue
-                            followed[match_id] = 0  # none: the account holds no seat there
+                            followed[match_id] = 0  # its seats' streams opened so far
                             again.discard(match_id)
                             for seat in await gw.seats_of(account, match_id):
                                 try:
                                     feed = await hub.follow(match_id)
                                 except FeedUnavailable:  # looked at again next time
-                                    if not followed[match_id]:
-                                        del followed[match_id]
                                     again.add(match_id)
                                     break
                                 head = b'{"match_id":"%s","seat":%d,"line":' % (
@@ -514,6 +512,8 @@ class Players:
                                 )
                                 heads[sub] = (match_id, head)
                                 followed[match_id] += 1
+                            if not followed[match_id]:  # no seat's stream opened: look next time
+                                del followed[match_id]
                     out: list[bytes] = []
                     for sub in await waker.wait(POLL_S):
                         if sub not in heads:
