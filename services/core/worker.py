@@ -16,12 +16,16 @@ log = structlog.get_logger()
 
 class GroupWorker:
     """The loops of one consumer: new entries in batches — the next read overlapping the work
-    on the current one — entries claimed from consumers that died, and any periodic tasks the
-    subclass adds; all until ``stop()``. Subclasses implement ``handle``."""
+    on the current one, and up to ``overlap`` batches handled side by side — entries claimed
+    from consumers that died, and any periodic tasks the subclass adds; all until ``stop()``.
+    Subclasses implement ``handle`` (safe to run beside itself when ``overlap`` > 1)."""
 
     reader: Consumer
     claim_idle_ms: int
     what: str = "entries"  # for log lines
+    overlap: int = 1
+    """How many batches are handled at once: more than one lets a batch be decided while the
+    one before waits on its round trip."""
 
     def __init__(self) -> None:
         self._stopping = asyncio.Event()
@@ -100,25 +104,42 @@ class GroupWorker:
             await self.reader.close()
 
     async def _read_loop(self) -> None:
+        slots = asyncio.Semaphore(self.overlap)
+        handling: set[asyncio.Task[None]] = set()
         reading = asyncio.create_task(self._fetch())
         try:
             while not self.stopping:
                 try:
                     entries = await reading
-                    reading = asyncio.create_task(self._fetch())
-                    await self._handle(entries)
                 except asyncio.CancelledError:
                     raise
                 except Exception:
-                    log.exception(f"a batch of {self.what} failed; it stays pending")
+                    log.exception(f"reading {self.what} failed")
                     await asyncio.sleep(0.5)
-                    # A read that failed is made again; a batch already read while this one
-                    # failed is handled next, not dropped (its entries are held: no claim
-                    # would ever take them back).
-                    if reading.done() and reading.exception() is not None:
-                        reading = asyncio.create_task(self._fetch())
+                    reading = asyncio.create_task(self._fetch())
+                    continue
+                await slots.acquire()
+                reading = asyncio.create_task(self._fetch())
+                task = asyncio.create_task(self._handle_in_slot(entries, slots))
+                handling.add(task)
+                task.add_done_callback(handling.discard)
         finally:
             reading.cancel()
+            for task in handling:
+                task.cancel()
+            if handling:  # each lets go of its batch before the reader closes
+                await asyncio.wait(handling, timeout=5.0)
+
+    async def _handle_in_slot(self, entries: list[Entry], slots: asyncio.Semaphore) -> None:
+        try:
+            await self._handle(entries)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception(f"a batch of {self.what} failed; it stays pending")
+            await asyncio.sleep(0.5)
+        finally:
+            slots.release()
 
     async def _reclaim_loop(self) -> None:
         idle = self.claim_idle_ms

@@ -152,10 +152,18 @@ class SlowWorker(GroupWorker):
         self.claim_idle_ms = claim_idle_ms
         self.fail = fail
         self.handed: list[bytes | None] = []
+        self.busy = 0
+        self.most = 0
+        """The most batches handled at once."""
 
     async def handle(self, entries: list[Entry]) -> None:
         self.handed += [e.data for e in entries]
-        await asyncio.sleep(0.3)
+        self.busy += 1
+        self.most = max(self.most, self.busy)
+        try:
+            await asyncio.sleep(0.3)
+        finally:
+            self.busy -= 1
         if self.fail:
             self.fail -= 1
             raise RuntimeError("this batch fails")
@@ -255,6 +263,38 @@ async def test_a_batch_read_while_the_one_before_failed_is_handled_next(
     finally:
         worker.stop()
         await serving
+
+
+async def test_batches_are_handled_side_by_side_up_to_the_overlap_and_stop_lets_go(
+    backend: Backend,
+) -> None:
+    """With an overlap of 2 the next batch is handled while one is still in hand, never a
+    third beside them; ``stop()`` ends the batches in hand, and what they had not acknowledged
+    stays pending for a claim, held by nobody."""
+    stream = backend.store.keys.commands(0)
+    reader = backend.transport.consumer("g", "c1", [stream], count=1, max_deliveries=5)
+    worker = SlowWorker(reader, claim_idle_ms=60_000)
+    worker.overlap = 2
+    await reader.start()
+    await backend.transport.publish([Message(stream, d) for d in (b"a", b"b", b"c")])
+    serving = asyncio.create_task(worker.serve())
+    try:
+        for _ in range(100):
+            if len(worker.handed) == 3 and not worker.busy:
+                break
+            await asyncio.sleep(0.05)
+        assert (worker.handed, worker.most) == ([b"a", b"b", b"c"], 2)
+        assert await reader.read(pending=True) == []
+        await backend.transport.publish([Message(stream, b"cut short")])
+        for _ in range(100):
+            if worker.busy:
+                break
+            await asyncio.sleep(0.01)
+    finally:
+        worker.stop()
+        await serving
+    assert not reader.held and not worker.busy
+    assert [e.data for e in await reader.read(pending=True)] == [b"cut short"]
 
 
 async def test_a_stream_is_trimmed_below_what_its_groups_have_read_and_acknowledged(
