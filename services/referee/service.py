@@ -155,6 +155,8 @@ class Referee(GroupWorker):
         """Partition -> when the last check of its deadlines was sent (``time.monotonic()``)
         and what the server's clock said then (ms)."""
         self._trust_ms = max(0, settings.stall_ms - STALL_MARGIN_MS)
+        self._holding: dict[str, asyncio.Future[None]] = {}
+        """Match id -> the batch deciding and appending it, done when that batch is."""
         self.leases = PartitionLeases(
             transport.leases(), self.keys.partitions, name, settings.lease_ms
         )
@@ -168,6 +170,7 @@ class Referee(GroupWorker):
         )
         self.claim_idle_ms = settings.claim_idle_ms
         self.what = "commands"
+        self.overlap = 2
         self.handled = 0
         self.leased_at: float | None = None
         """When a round of lease renewal last worked (``time.monotonic()``)."""
@@ -410,9 +413,42 @@ class Referee(GroupWorker):
     async def decide_and_append(self, work: list[Work]) -> None:
         """Decide, append and answer a batch of commands; conflicts are retried in order.
 
+        Batches are handled side by side (the next one decided while this one's append is
+        on its way), but never a match in two at once: the commands of a match another batch
+        holds wait until that batch is done with it, and are decided against what it stored.
+        """
+        while work:
+            held = self._holding
+            ready = [w for w in work if w.envelope.match_id not in held]
+            work = [w for w in work if w.envelope.match_id in held]
+            if ready:
+                await self._decide_and_append(ready)
+            if work:
+                waits = {held[m] for w in work if (m := w.envelope.match_id) in held}
+                if waits:
+                    await asyncio.wait(waits)
+
+    async def _decide_and_append(self, work: list[Work]) -> None:
+        """Decide, append and answer commands of matches no other batch holds; conflicts are
+        retried in order.
+
         Within a batch a match's later commands are decided against the state its earlier
         ones make; that state reaches the repository only once its append has succeeded.
         """
+        held = self._holding
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        ids = {w.envelope.match_id for w in work}
+        for match_id in ids:
+            held[match_id] = done
+        try:
+            await self._decide_until_done(work)
+        finally:
+            for match_id in ids:
+                if held.get(match_id) is done:
+                    del held[match_id]
+            done.set_result(None)
+
+    async def _decide_until_done(self, work: list[Work]) -> None:
         while work:
             pending: list[Pending] = []
             later: list[Work] = []

@@ -7,10 +7,12 @@ runs as processes in tests/service.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 
 import pytest
 
+from engine.game import apply, legal_moves
 from engine.rules import Rules
 from engine.views import view_for
 from events.codec import JSON
@@ -331,6 +333,47 @@ async def test_a_match_moved_by_another_writer_is_decided_against_what_is_stored
     assert (await table.state("m-1")).version > moved.version
 
 
+async def test_batches_side_by_side_never_decide_one_match_in_both(backend: Backend) -> None:
+    """While one batch's append is on its way the next batch is decided: a match it does not
+    hold goes ahead at once, a match it holds waits for that append and is decided on the
+    state it stored (C4: the next seat's move is legal only there), never on the one before."""
+    store = GatedStore(backend.store)
+    table = await Table(Backend(backend.name, store, backend.transport)).start()
+    one = await table.create("m-1")
+    two = await table.create("m-2")
+    store.blocked = "m-1"
+    at, other_at = one.version, two.version
+    first = legal_moves(one)[0]
+    after, _ = apply(one, first)
+    second = legal_moves(after)[0]
+    referee = table.referee
+    handled = referee.handled
+    earlier = asyncio.create_task(
+        referee.decide_and_append([table.referee_work("m-1", first, "first")])
+    )
+    await asyncio.wait_for(store.entered.wait(), 10)  # the first batch is appending
+    later = asyncio.create_task(
+        referee.decide_and_append(
+            [
+                table.referee_work("m-1", second, "second"),
+                table.referee_work("m-2", legal_moves(two)[0], "other"),
+            ]
+        )
+    )
+    for _ in range(200):  # the other match is not held up by the append on its way
+        if (await table.state("m-2")).version > other_at:
+            break
+        await asyncio.sleep(0.01)
+    assert (await table.state("m-2")).version > other_at
+    assert not later.done()
+    assert (await table.state("m-1")).version == at
+    store.gate.set()
+    await asyncio.wait_for(asyncio.gather(earlier, later), 10)
+    ids = [env.command_id for env in await table.log("m-1")]
+    assert ids.index("first") < ids.index("second")
+    assert referee.handled == handled + 3 and not referee._holding
+
+
 async def test_a_match_whose_append_failed_is_read_again_and_goes_on(backend: Backend) -> None:
     """Stuck case 1: an append lost on the way (a dropped connection, a Redis restart) must
     not leave the referee deciding on a state that was never stored."""
@@ -475,3 +518,19 @@ class FailingStore(EventStore):
 
     async def read_stream(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         return await self.inner.read_stream(*args, **kwargs)
+
+
+class GatedStore(FailingStore):
+    """A store whose appends touching one match wait until the test opens the gate."""
+
+    def __init__(self, inner: EventStore) -> None:
+        super().__init__(inner)
+        self.blocked: str | None = None
+        self.entered = asyncio.Event()
+        self.gate = asyncio.Event()
+
+    async def append_many(self, batch):  # type: ignore[no-untyped-def]
+        if any(request.match_id == self.blocked for request in batch):
+            self.entered.set()
+            await self.gate.wait()
+        return await self.inner.append_many(batch)
