@@ -166,6 +166,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         Var("DOMINO_LOG_FORMAT", "log lines for people, or one JSON object a line"),
     ] = "console"
     batch: Annotated[int, Var("DOMINO_BATCH", "most messages a service reads at once")] = 500
+    overlap: Annotated[
+        int,
+        Var("DOMINO_OVERLAP", "batches a referee or bot worker handles side by side"),
+    ] = 2
     max_deliveries: Annotated[
         int,
         Var("DOMINO_MAX_DELIVERIES", "deliveries of a failing message before it is dead-lettered"),
@@ -281,9 +285,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         """Read the settings from ``environ`` (default: the process environment); raises
         ConfigError naming a variable whose value the setting cannot take."""
         settings = read_env(cls, environ, ConfigError)
-        if settings.partitions < 1 or settings.batch < 1 or settings.max_deliveries < 1:
+        if min(settings.partitions, settings.batch, settings.overlap, settings.max_deliveries) < 1:
             raise ConfigError(
-                "DOMINO_PARTITIONS, DOMINO_BATCH and DOMINO_MAX_DELIVERIES must be ≥ 1"
+                "DOMINO_PARTITIONS, DOMINO_BATCH, DOMINO_OVERLAP and DOMINO_MAX_DELIVERIES"
+                " must be ≥ 1"
             )
         if settings.watch_ms < 100:
             raise ConfigError("DOMINO_WATCH_MS must be at least 100 (a tenth of a second)")

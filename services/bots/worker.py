@@ -113,7 +113,7 @@ class BotWorker(GroupWorker):
         self.moves = 0
         self.claim_idle_ms = settings.claim_idle_ms
         self.what = "turns"
-        self.overlap = 2
+        self.overlap = settings.overlap
         self.consuming = False
         """Whether the worker reads its turns (its group exists, it has not stopped)."""
         self._turns = BOT_TURNS.labels(pool)  # looked up once: a batch only adds to them

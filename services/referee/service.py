@@ -170,7 +170,7 @@ class Referee(GroupWorker):
         )
         self.claim_idle_ms = settings.claim_idle_ms
         self.what = "commands"
-        self.overlap = 2
+        self.overlap = settings.overlap
         self.handled = 0
         self.leased_at: float | None = None
         """When a round of lease renewal last worked (``time.monotonic()``)."""

@@ -63,13 +63,16 @@ class Window:
 
 def run() -> Iterator[dict[str, Any]]:
     """Yield service.e2e; service.capacity, where that workload's CPU and Redis traffic went,
-    per move, and what a finished match leaves in Redis; service.cluster, the same workload
+    per move, and what a finished match leaves in Redis; service.overlap, the same workload
+    handled one batch at a time, with the default's ratio to it; service.cluster, the same workload
     on a local Redis Cluster of 3 masters, with its ratio to this run's single node; and
     service.cluster_replicated, replica durability against the default on a cluster with a
     replica per master."""
     with redis_server(appendfsync="no", env_var=None) as url:
         window, finished = _service(url, cluster=False)
         ceiling = asyncio.run(bare_append_rate(url, seconds=2.0))
+    with redis_server(appendfsync="no", env_var=None) as url:
+        serial, _ = _service(url, cluster=False, finish=False, overlap=1)
     moves_per_s = window.moves / window.seconds
     single = {
         "bench": "service.e2e",
@@ -80,6 +83,17 @@ def run() -> Iterator[dict[str, Any]]:
     }
     yield single
     yield {"bench": "service.capacity", "matches": MATCHES, **_capacity(window), **finished}
+    # What handling batches side by side (DOMINO_OVERLAP) buys: one batch at a time instead.
+    serial_moves = serial.moves / serial.seconds
+    yield {
+        "bench": "service.overlap",
+        "matches": MATCHES,
+        "overlap": 1,
+        **_figures(serial_moves, serial.latencies),
+        "default_overlap": Settings().overlap,
+        "default_per_s": single["moves_per_s"],
+        "ratio": round(moves_per_s / serial_moves, 3),
+    }
     with local_cluster(3) as cluster:
         clustered, _ = _service(cluster.urls[0], cluster=True, finish=False)
     cluster_moves = clustered.moves / clustered.seconds
@@ -113,7 +127,7 @@ def run() -> Iterator[dict[str, Any]]:
 
 
 def _service(
-    url: str, cluster: bool, finish: bool = True, durability: str = "primary"
+    url: str, cluster: bool, finish: bool = True, durability: str = "primary", overlap: int = 0
 ) -> tuple[Window, dict[str, Any]]:
     """The workload on the Redis at ``url``: its measured window, and (``finish``) what
     FINISHED whole matches leave behind."""
@@ -124,6 +138,7 @@ def _service(
         log_level="info",
         cluster=cluster,
         durability=durability,  # type: ignore[arg-type]
+        overlap=overlap or Settings().overlap,
         archive=str(Path(logs.name) / "archive"),
         archive_after_s=RETENTION_S,  # short, so that the archived figure is reached
         dedupe_keep_s=5.0,
