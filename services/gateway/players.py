@@ -469,6 +469,9 @@ class Players:
         seat stream's line wrapped as {"match_id", "seat", "line"}. The seats' lines are written
         as they come (those that came together in one write); the account's live matches are
         looked up when it is LOOK_S since the last look, and every POLL_S when all is quiet.
+        Each look also reads the account's feed since the stream opened, so a match that started
+        and ended between two looks (a round that deals itself to its end) is still followed:
+        its seats see it over.
 
         A seat's stream that the hub ended before its match did (its feed failed, or it fell
         too far behind) is opened again at once, from a snapshot, even if the match has ended
@@ -480,20 +483,25 @@ class Players:
         gw = self.gw
         hub = gw.hub
         waker = Waker()
+        fed = await gw.feeds.last(account.id)  # later starts are read from the feed
 
         async def lines() -> AsyncIterator[bytes]:
             loop = asyncio.get_running_loop()
             heads: dict[Subscriber, tuple[str, bytes]] = {}  # stream -> its match, line head
             followed: dict[str, int] = {}  # match -> its seats' streams still open
             again: set[str] = set()  # matches whose streams ended before the match did
+            done: set[str] = set()  # matches seen to their end, while still in the live set
             look_at = loop.time()
+            seen = fed
             try:
                 while True:
                     if loop.time() >= look_at:
                         look_at = loop.time() + LOOK_S
                         live = await gw.feeds.live(account.id)
-                        for match_id in [*live, *(again - set(live))]:
-                            if match_id in followed:
+                        started, seen = await _started_since(gw.feeds, account.id, seen)
+                        done &= set(live)  # what left the live set is not looked at again
+                        for match_id in dict.fromkeys([*live, *started, *again]):
+                            if match_id in followed or match_id in done:
                                 continue
                             followed[match_id] = 0  # its seats' streams opened so far
                             again.discard(match_id)
@@ -530,6 +538,9 @@ class Players:
                             if known is None or not known.over:  # cut short: open it again
                                 again.add(match_id)
                                 look_at = loop.time()
+                            else:
+                                done.add(match_id)
+                                again.discard(match_id)
                             del heads[sub]
                             _unsubscribe(hub, match_id, sub)
                             followed[match_id] -= 1
@@ -541,6 +552,28 @@ class Players:
                     _unsubscribe(hub, match_id, sub)
 
         return LiveResponse(lines(), sse, self.gw.config.keepalive_s, lease)
+
+
+async def _started_since(feeds: AccountFeeds, account_id: str, after: int) -> tuple[list[str], int]:
+    """The matches whose ``match_started`` the account's feed holds after id ``after``, and
+    the id read up to."""
+    started: list[str] = []
+    while batch := await feeds.read(account_id, after):
+        for n, data in batch:
+            after = n
+            with contextlib.suppress(msgspec.DecodeError):  # not ours to follow, then
+                event = _FEED_EVENT.decode(data)
+                if event.type == "match_started" and event.match_id:
+                    started.append(event.match_id)
+    return started, after
+
+
+class _FeedEvent(msgspec.Struct):
+    type: str = ""
+    match_id: str = ""
+
+
+_FEED_EVENT = msgspec.json.Decoder(_FeedEvent)
 
 
 def _unsubscribe(hub: Hub, match_id: str, sub: Subscriber) -> None:

@@ -295,6 +295,48 @@ async def test_resign_and_abort_over_http_end_the_match(gateways: Gateways) -> N
     assert (resigned.reason, resigned.winner, resigned.resigned) == ("resigned", 1, 0)
 
 
+async def test_the_play_stream_sees_a_match_that_started_and_ended_between_its_looks(
+    gateways: Gateways,
+) -> None:
+    """A match that starts and ends while the account's play stream is quiet (joined and
+    resigned at once; in an arena, a deal that plays itself to its end) still reaches the
+    stream: its seat sees it over."""
+    url = gateways.url
+    _, token = register(url, unique("brief"))
+    async with (
+        httpx.AsyncClient(base_url=url, timeout=30) as client,
+        client.stream("GET", "/api/v1/account/play", headers=auth(token)) as play,
+    ):
+        assert play.status_code == 200
+        r = await client.post("/api/v1/matches", json={"seats": [None, "greedy"]})
+        match_id = r.json()["match"]["match_id"]
+        r = await client.post(
+            f"/api/v1/matches/{match_id}/join", json={"seat": 0}, headers=auth(token)
+        )
+        assert r.status_code == 201, r.text
+        await asyncio.to_thread(wait_for_version, gateways, match_id, 2)
+        r = await client.post(
+            f"/api/v1/matches/{match_id}/seats/0/moves",
+            json={"type": "resign"},
+            headers={**auth(token), "Idempotency-Key": "resign"},
+        )
+        assert r.status_code == 200, r.text
+
+        async def its_end() -> None:
+            async for line in play.aiter_lines():
+                if not line.strip():
+                    continue
+                wrapped = json.loads(line)
+                assert (wrapped["match_id"], wrapped["seat"]) == (match_id, 0)
+                inner = wrapped["line"]
+                if (inner.get("view") or {}).get("phase") == "over":
+                    return
+                if inner["type"] == "event" and inner["event"]["type"] == "match_ended":
+                    return
+
+        await asyncio.wait_for(its_end(), 15)
+
+
 async def test_a_squatter_forfeits_after_timeouts_in_a_row(gateways: Gateways) -> None:
     url = gateways.url
     _, token = register(url, unique("squat"))
