@@ -31,7 +31,8 @@ API = "/api/v1"
 class Steady(Bot):
     """An outside player that takes ``pace`` seconds over each move (its first legal one), and
     resigns at its next turn once stopped: a match against a house bot then lasts as long as a
-    test needs to watch it."""
+    test needs to watch it. Cleared, ``going`` holds it before its next move (for less than the
+    match's deadline), so that a test can look at a live match that cannot end meanwhile."""
 
     name = "steady"
 
@@ -39,9 +40,12 @@ class Steady(Bot):
         self.match_id = match_id
         self.pace = pace
         self.stopped = threading.Event()
+        self.going = threading.Event()
+        self.going.set()
 
     def choose(self, view: View) -> Move | MoveBody:
         """Wait, then play the first legal move (or resign, once stopped)."""
+        self.going.wait(10.0)
         if self.stopped.wait(self.pace):
             return ResignBody()
         return view.legal[0]

@@ -103,7 +103,12 @@ def test_a_spectator_s_pages_never_receive_a_hidden_tile_over_a_whole_match(
     replay = browse()
     replayed = collect(replay)
     expect(watch.locator("#log li[data-version]").nth(2)).to_be_attached()  # dealt, so on
-    replay.goto(f"/replay/{match_id}")  # a live match's public replay, so far
+    player.going.clear()  # the match stays live until the replay page has read it
+    try:
+        with replay.expect_response(lambda r: urlsplit(r.url).path.endswith("/replay")):
+            replay.goto(f"/replay/{match_id}")  # a live match's public replay, so far
+    finally:
+        player.going.set()
     expect(replay.locator("#page")).to_have_attribute("data-page", "replay")
 
     expect(watch.locator("#result")).to_be_visible(timeout=90_000)
