@@ -21,6 +21,7 @@ import pytest
 
 from tests.gateway.conftest import PLAY_LIMITS, Gateways, create, free_port
 from tests.gateway.test_connections import closed_within, sockets, spectate_request
+from tests.support.tools import missing
 
 pytestmark = [pytest.mark.service, pytest.mark.one_topology]
 
@@ -83,7 +84,7 @@ def configured(root: Path, port: int, upstream: str) -> Path:
 def proxied(gateways: Gateways, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """nginx on a free port in front of a gateway that trusts it; its URL."""
     if NGINX is None:
-        pytest.skip("no nginx binary: install nginx (apt-get install nginx) to run these")
+        missing("no nginx binary: install nginx (apt-get install nginx) to run these")
     env = {
         **PLAY_LIMITS,
         "DOMINO_GATEWAY_TRUSTED_PROXIES": "127.0.0.1",

@@ -41,6 +41,7 @@ from events.model import (
 )
 from tests.gateway.conftest import PLAY_LIMITS, Gateways, create, free_port, join, wait_for_version
 from tests.service.conftest import fold
+from tests.support.tools import in_ci
 
 pytestmark = pytest.mark.service
 
@@ -130,7 +131,7 @@ def documented_session() -> str:
 
 
 @pytest.mark.skipif(  # CI installs both (.ci/run): there a missing tool is a failure
-    (shutil.which("jq") is None or shutil.which("curl") is None) and not os.environ.get("CI"),
+    (shutil.which("jq") is None or shutil.which("curl") is None) and not in_ci(),
     reason="needs curl and jq",
 )
 def test_the_documented_curl_session_runs_as_written_on_any_deal(gateways: Gateways) -> None:

@@ -39,6 +39,7 @@ from services.gateway.config import ENV as GATEWAY_ENV
 from services.metrics import GROUPS
 from services.redis import acl
 from services.redis.servers import server_binary
+from tests.support.tools import missing
 
 pytestmark = pytest.mark.service
 
@@ -288,7 +289,7 @@ def test_the_cluster_init_script_makes_a_cluster_once_and_leaves_it_after(
     binary = server_binary()
     cli = shutil.which("redis-cli", path=str(Path(binary).parent)) if binary else None
     if binary is None or cli is None or shutil.which("getent") is None:
-        pytest.skip("needs redis-server and redis-cli side by side, and getent")
+        missing("needs redis-server and redis-cli side by side, and getent")
     version = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout
     # A Redis of 7 or later reads the nodes' own configuration (its endpoint settings are
     # new in 7); an older one, the same settings that matter here given one by one.
@@ -765,7 +766,7 @@ def test_the_nginx_config_passes_nginx_t(tmp_path: Path) -> None:
     from tests.gateway.test_nginx import NGINX, configured
 
     if NGINX is None:
-        pytest.skip("no nginx binary: install nginx (apt-get install nginx) to check its config")
+        missing("no nginx binary: install nginx (apt-get install nginx) to check its config")
     main = configured(tmp_path, 8080, "127.0.0.1:8081")
     done = subprocess.run(
         [NGINX, "-t", "-p", str(tmp_path), "-c", str(main), "-e", str(tmp_path / "error.log")],
