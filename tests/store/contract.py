@@ -228,6 +228,80 @@ class EventStoreContract:
         assert member == "m1"
         assert before + 6_000 <= at <= after + 6_000
 
+    async def test_an_append_answers_with_the_clock_its_relative_times_counted_from(
+        self, store: EventStore
+    ) -> None:
+        m1, m2 = matches_in_partition(partition_of("m1", 8), 2)
+        deadlines = self.deadlines(store, m1)
+        before = await self.clock_ms(store)
+
+        timed, untimed = await store.append_many(
+            [
+                AppendRequest(m1, events("a"), 0, "c1", (), [Schedule.after(deadlines, m1, 500)]),
+                AppendRequest(m2, events("a"), 0, "c1", (), [Schedule(deadlines, m2, 7)]),
+            ]
+        )
+
+        assert isinstance(timed, AppendResult) and isinstance(untimed, AppendResult)
+        assert timed.server_ms is not None and before <= timed.server_ms
+        assert dict(await store.scheduled(deadlines))[m1] == timed.server_ms + 500
+        assert untimed.server_ms is None
+
+    async def test_a_batch_changes_a_members_schedule_in_the_order_of_its_appends(
+        self, store: EventStore
+    ) -> None:
+        """Appends of one partition share one script on Redis, which writes each schedule set
+        once at its end: what holds is what the appends, one after the other, would leave."""
+        m1, m2, m3 = matches_in_partition(partition_of("m1", 8), 3)
+        deadlines = self.deadlines(store, m1)
+        await store.append(m3, events("a"), 0, "c1", schedule=[Schedule(deadlines, m3, 3)])
+
+        results = await store.append_many(
+            [
+                AppendRequest(m1, events("a"), 0, "c1", (), [Schedule(deadlines, m1, 42)]),
+                AppendRequest(m2, events("a"), 0, "c1", (), [Schedule(deadlines, m2, 7)]),
+                AppendRequest(m1, events("b"), 1, "c2", (), [Schedule(deadlines, m1, None)]),
+                AppendRequest(m3, events("b"), 1, "c2", (), [Schedule(deadlines, m3, None)]),
+                AppendRequest(m1, events("c"), 2, "c3", (), [Schedule(deadlines, m1, 99)]),
+                AppendRequest(m2, events("b"), 5, "c2", (), [Schedule(deadlines, m2, 1)]),
+                AppendRequest(m3, events("c"), 2, "c3", (), [Schedule(deadlines, m3, 8)]),
+                AppendRequest(m3, events("d"), 3, "c4", (), [Schedule(deadlines, m3, None)]),
+            ]
+        )
+
+        assert [isinstance(r, AppendResult) for r in results] == [True] * 5 + [False, True, True]
+        assert await store.scheduled(deadlines) == [(m2, 7), (m1, 99)]
+
+    async def test_a_batch_of_many_appends_in_one_partition_is_applied_whole(
+        self, store: EventStore
+    ) -> None:
+        ids = matches_in_partition(partition_of("m1", 8), 250)
+        stream = self.commands(store, ids[0])
+        deadlines = self.deadlines(store, ids[0])
+        entries = [await self.pending_command(store, stream, "referee") for _ in ids]
+
+        results = await store.append_many(
+            [
+                AppendRequest(
+                    match_id,
+                    events("a"),
+                    0,
+                    "c1",
+                    [OutboxEntry(self.turns(store, match_id), match_id.encode())],
+                    [Schedule(deadlines, match_id, n)],
+                    Ack(stream, "referee", entry),
+                )
+                for n, (match_id, entry) in enumerate(zip(ids, entries, strict=True))
+            ]
+        )
+
+        assert results == [AppendResult(1, 1)] * len(ids)
+        assert await store.scheduled(deadlines) == [(m, n) for n, m in enumerate(ids)]
+        turns = await store.read_stream(self.turns(store, ids[0]))
+        assert [t.fields[b"__data__"] for t in turns] == [m.encode() for m in ids]
+        for entry in entries:
+            assert await self.acknowledged(store, stream, "referee", entry)
+
     @pytest.mark.parametrize(
         "change",
         [

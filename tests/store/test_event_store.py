@@ -28,7 +28,7 @@ from services.store import (
     open_store,
     partition_of,
 )
-from tests.store.contract import EventStoreContract, events
+from tests.store.contract import EventStoreContract, events, matches_in_partition
 
 pytestmark = [pytest.mark.store, pytest.mark.anyio]
 
@@ -119,6 +119,36 @@ class RedisStoreContract(EventStoreContract):
             await store.append("m1", events("a"), 0, "c1", ack=Ack(not_a_stream, "g", "1-0"))
 
         assert await self.snapshot(store) == before
+
+    async def test_an_append_that_fails_leaves_the_others_of_its_partition_whole(
+        self, store: EventStore
+    ) -> None:
+        """The appends of a partition share one script: one that fails (its match stream is
+        not a stream) fails the batch, and every other is applied with its schedule and ack,
+        as when each append had a script of its own."""
+        assert isinstance(store, RedisEventStore)
+        m1, m2, m3 = matches_in_partition(partition_of("m1", 8), 3)
+        stream = self.commands(store, m1)
+        deadlines = self.deadlines(store, m1)
+        await store.client.set(store.keys.match(m2), b"x")
+        entries = [await self.pending_command(store, stream, "referee") for _ in range(3)]
+
+        with pytest.raises(ResponseError, match="WRONGTYPE"):
+            await store.append_many(
+                [
+                    AppendRequest(
+                        match_id, events("a"), 0, "c1", (), [Schedule(deadlines, match_id, 5)], ack
+                    )
+                    for match_id, ack in zip(
+                        (m1, m2, m3), (Ack(stream, "referee", e) for e in entries), strict=True
+                    )
+                ]
+            )
+
+        assert [await store.version(m) for m in (m1, m3)] == [1, 1]
+        assert sorted(await store.scheduled(deadlines)) == sorted([(m1, 5), (m3, 5)])
+        acked = [await self.acknowledged(store, stream, "referee", e) for e in entries]
+        assert acked == [True, False, True]
 
     async def test_match_stream_entry_ids_are_the_versions(self, store: EventStore) -> None:
         assert isinstance(store, RedisEventStore)
