@@ -8,6 +8,12 @@ leaves it when it ends; each move into or out of the set is what writes the feed
 ``match_started`` or ``match_finished`` — in one script, so a repeated start or a refolded end
 never writes its event twice. The end is seen here, by a follower of the notification logs
 that the projector feeds (:class:`FinishedFeeds`).
+
+A match can end before its start is written (a deal that blocks at once ends it inside its own
+creation, and the follower may see the end before the gateway writes the start). The end then
+leaves a mark, the ``match_finished`` event, for :data:`MARK_S`: the start finds it and writes
+both events, and the match never joins the live set. Once told, a match keeps an empty mark for
+as long, so that a start sent again, or an end refolded, writes nothing.
 """
 
 from __future__ import annotations
@@ -47,20 +53,42 @@ if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 )
 STARTED = LuaScript(
     """
--- KEYS: the account's hash, its feed, its live set. ARGV: the event, keep, match id
+-- KEYS: the account's hash, its feed, its live set, the match's mark
+-- ARGV: the event, keep, match id, how long a mark lasts (s)
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local ended = redis.call('GET', KEYS[4])
+if ended then
+  if ended == '' then return 0 end -- told already
+  -- the match ended before this start: both events, and it never goes live
+  local n = redis.call('HINCRBY', KEYS[1], 'feed', 2) - 1
+  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], n .. '-0', 'd', ARGV[1])
+  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], (n + 1) .. '-0', 'd', ended)
+  redis.call('SET', KEYS[4], '', 'EX', ARGV[4])
+  return n
+end
 if redis.call('SADD', KEYS[3], ARGV[3]) == 0 then return 0 end
 """
     + _APPEND
 )
 FINISHED = LuaScript(
     """
--- KEYS: the account's hash, its feed, its live set. ARGV: the event, keep, match id
-if redis.call('SREM', KEYS[3], ARGV[3]) == 0 then return 0 end
+-- KEYS: the account's hash, its feed, its live set, the match's mark
+-- ARGV: the event, keep, match id, how long a mark lasts (s), '1' when the end is recent
+if redis.call('SREM', KEYS[3], ARGV[3]) == 0 then
+  -- not live: told already, or its start is still to come (a recent end leaves the event)
+  if ARGV[5] == '1' and redis.call('EXISTS', KEYS[1]) == 1 then
+    redis.call('SET', KEYS[4], ARGV[1], 'EX', ARGV[4], 'NX')
+  end
+  return 0
+end
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('SET', KEYS[4], '', 'EX', ARGV[4])
 """
     + _APPEND
 )
+MARK_S = 600
+"""How long the mark of a match's end lasts: a start written later than this after the end (or
+an end refolded later than this after it was told) is not matched with it."""
 _ENCODE = msgspec.json.Encoder()
 
 
@@ -72,9 +100,12 @@ class AccountFeeds:
         self.keys = keys
         self.kept = kept
 
-    def _keys(self, account_id: str) -> list[str]:
+    def _keys(self, account_id: str, match_id: str | None = None) -> list[str]:
         k = self.keys
-        return [k.account(account_id), k.account_feed(account_id), k.account_live(account_id)]
+        keys = [k.account(account_id), k.account_feed(account_id), k.account_live(account_id)]
+        if match_id is not None:
+            keys.append(k.account_mark(account_id, match_id))
+        return keys
 
     async def append(self, account_id: str, kind: str, body: dict[str, Any]) -> int:
         """Add an event of type ``kind`` to the account's feed; return its id (0: no account)."""
@@ -87,15 +118,23 @@ class AccountFeeds:
         data = _ENCODE.encode(
             {"type": "match_started", "ts": round(time.time(), 3), "match_id": match_id, **body}
         )
-        return int(await STARTED(self.redis, self._keys(account_id), [data, self.kept, match_id]))
+        keys = self._keys(account_id, match_id)
+        return int(await STARTED(self.redis, keys, [data, self.kept, match_id, MARK_S]))
 
-    async def finished(self, account_id: str, match_id: str, body: dict[str, Any]) -> int:
-        """The match ended: it leaves the live set and the feed gets a ``match_finished`` (once);
-        return the event's id or 0."""
+    async def finished(
+        self, account_id: str, match_id: str, body: dict[str, Any], ended_at: float | None = None
+    ) -> int:
+        """The match ended (at ``ended_at``, on the referee's clock; None: now): it leaves the
+        live set and the feed gets a ``match_finished`` (once); return the event's id or 0. An
+        end before the match's start is written is kept for the start to write (a recent end
+        only: an old one refolded is not waited for)."""
+        now = time.time()
         data = _ENCODE.encode(
-            {"type": "match_finished", "ts": round(time.time(), 3), "match_id": match_id, **body}
+            {"type": "match_finished", "ts": round(now, 3), "match_id": match_id, **body}
         )
-        return int(await FINISHED(self.redis, self._keys(account_id), [data, self.kept, match_id]))
+        recent = "1" if ended_at is None or now - ended_at < MARK_S else "0"
+        keys = self._keys(account_id, match_id)
+        return int(await FINISHED(self.redis, keys, [data, self.kept, match_id, MARK_S, recent]))
 
     async def live(self, account_id: str) -> list[str]:
         """The account's matches that have started and not ended, sorted."""
@@ -182,6 +221,7 @@ class FinishedFeeds:
                         "reason": ended.reason,
                         "players": list(ends.created.players),
                     },
+                    ended_at=ends.ts,
                 )
                 log.debug("account told match ended", match_id=record.match_id, account=account)
         return []

@@ -242,6 +242,11 @@ class Keys:
         """The set of an account's matches that have started and not ended."""
         return f"{self.prefix}:{self._account_tag(account_id)}:acct:{account_id}:live"
 
+    def account_mark(self, account_id: str, match_id: str) -> str:
+        """What an account was told of a match's end, kept for a while (its feed's
+        ``match_finished`` waiting for the start to be written, or empty once told)."""
+        return f"{self.prefix}:{self._account_tag(account_id)}:acct:{account_id}:ended:{match_id}"
+
     def account_name(self, skeleton: str) -> str:
         """Which account holds a name (by its look-alike skeleton)."""
         return f"{self.prefix}:{self.tag(partition_of(skeleton, self.partitions))}:name:{skeleton}"

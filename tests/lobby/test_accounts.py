@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -13,7 +14,7 @@ from services.lobby.accounts import new_token as account_token
 from services.lobby.challenges import ChallengeError, Challenges
 from services.lobby.names import BadName, check_name, skeleton
 from services.lobby.tables import new_token as seat_token
-from services.projections.accounts import AccountFeeds
+from services.projections.accounts import MARK_S, AccountFeeds
 from services.store.keys import Keys
 from tests.support.topology import client_for
 
@@ -99,6 +100,48 @@ async def test_feed_is_numbered_and_started_finished_are_written_once(
     assert [n for n, _ in lines] == [2, 3]
     assert lines[0][1].startswith(b'{"id":2,"type":"match_started"')
     assert await feeds.append("u-000000000000", "nobody", {}) == 0  # no account, no feed
+
+
+async def test_a_match_that_ends_before_its_start_is_written_never_stays_live(
+    redis: Redis, keys: Keys
+) -> None:
+    """A deal that blocks at once ends the match inside its own creation: the feeds' follower
+    may tell the end before the gateway tells the start. The feed still gets both, in order,
+    once, and the match never joins the live set (it would stay there for ever)."""
+    accounts = Accounts(redis, keys)
+    feeds = AccountFeeds(redis, keys)
+    account, _ = await accounts.register("quick")
+
+    assert await feeds.finished(account.id, "m-1", {"result": "win"}, ended_at=None) == 0
+    assert await feeds.started(account.id, "m-1", {"seats": [0]}) == 1
+    assert await feeds.started(account.id, "m-1", {"seats": [0]}) == 0  # sent again
+    assert await feeds.finished(account.id, "m-1", {"result": "win"}) == 0  # refolded
+
+    assert await feeds.live(account.id) == []
+    lines = await feeds.read(account.id, 0)
+    assert [n for n, _ in lines] == [1, 2]
+    assert lines[0][1].startswith(b'{"id":1,"type":"match_started"')
+    assert lines[1][1].startswith(b'{"id":2,"type":"match_finished"')
+    assert b'"result":"win"' in lines[1][1]
+    assert await feeds.last(account.id) == 2
+
+
+async def test_an_end_told_already_or_long_past_leaves_nothing_for_a_start(
+    redis: Redis, keys: Keys
+) -> None:
+    accounts = Accounts(redis, keys)
+    feeds = AccountFeeds(redis, keys)
+    account, _ = await accounts.register("steady")
+    assert await feeds.started(account.id, "m-1", {}) == 1
+    assert await feeds.finished(account.id, "m-1", {}) == 2
+
+    assert await feeds.started(account.id, "m-1", {}) == 0  # a start sent again, after the end
+    # An old end refolded (a rebuild of the projections) is not waited for by a start.
+    assert await feeds.finished(account.id, "m-2", {}, ended_at=time.time() - 86_400) == 0
+    assert await feeds.started(account.id, "m-2", {}) == 3
+    assert await feeds.live(account.id) == ["m-2"]
+    mark = await redis.ttl(keys.account_mark(account.id, "m-1"))
+    assert 0 < mark <= MARK_S
 
 
 async def test_a_challenge_starts_once_when_everyone_accepts(redis: Redis, keys: Keys) -> None:
