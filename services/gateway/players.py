@@ -497,8 +497,9 @@ class Players:
                 while True:
                     if loop.time() >= look_at:
                         look_at = loop.time() + LOOK_S
-                        live = await gw.feeds.live(account.id)
-                        started, seen = await _started_since(gw.feeds, account.id, seen)
+                        live, (started, seen) = await asyncio.gather(
+                            gw.feeds.live(account.id), _started_since(gw.feeds, account.id, seen)
+                        )
                         done &= set(live)  # what left the live set is not looked at again
                         for match_id in dict.fromkeys([*live, *started, *again]):
                             if match_id in followed or match_id in done:
