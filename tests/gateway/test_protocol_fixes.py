@@ -41,7 +41,7 @@ from events.model import (
 )
 from tests.gateway.conftest import PLAY_LIMITS, Gateways, create, free_port, join, wait_for_version
 from tests.service.conftest import fold
-from tests.support.tools import in_ci
+from tests.support.tools import missing
 
 pytestmark = pytest.mark.service
 
@@ -130,14 +130,12 @@ def documented_session() -> str:
     return "\n".join(blocks[1:])
 
 
-@pytest.mark.skipif(  # CI installs both (.ci/run): there a missing tool is a failure
-    (shutil.which("jq") is None or shutil.which("curl") is None) and not in_ci(),
-    reason="needs curl and jq",
-)
 def test_the_documented_curl_session_runs_as_written_on_any_deal(gateways: Gateways) -> None:
     """Pasted as it stands (only the gateway's address differs), on deal after deal until
     both cases were met — we lead the first round, or the house bot does (E2) — each step
     answers as the doc says, and the match ends cleanly."""
+    if shutil.which("jq") is None or shutil.which("curl") is None:
+        missing("needs curl and jq: apt-get install curl jq")
     g = gateways
     script = documented_session().replace("http://127.0.0.1:8080", g.url)
     script += '\necho "MATCH=$MATCH"\n'
