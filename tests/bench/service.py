@@ -64,7 +64,8 @@ class Window:
 def run() -> Iterator[dict[str, Any]]:
     """Yield service.e2e; service.capacity, where that workload's CPU and Redis traffic went,
     per move, and what a finished match leaves in Redis; service.overlap, the same workload
-    handled one batch at a time, with the default's ratio to it; service.cluster, the same workload
+    handled one batch at a time, with the default's ratio to it; service.referees, the same
+    workload with two referee processes, with its ratio to one; service.cluster, the same workload
     on a local Redis Cluster of 3 masters, with its ratio to this run's single node; and
     service.cluster_replicated, replica durability against the default on a cluster with a
     replica per master."""
@@ -73,6 +74,8 @@ def run() -> Iterator[dict[str, Any]]:
         ceiling = asyncio.run(bare_append_rate(url, seconds=2.0))
     with redis_server(appendfsync="no", env_var=None) as url:
         serial, _ = _service(url, cluster=False, finish=False, overlap=1)
+    with redis_server(appendfsync="no", env_var=None) as url:
+        pair, _ = _service(url, cluster=False, finish=False, referees=2)
     moves_per_s = window.moves / window.seconds
     single = {
         "bench": "service.e2e",
@@ -93,6 +96,18 @@ def run() -> Iterator[dict[str, Any]]:
         "default_overlap": Settings().overlap,
         "default_per_s": single["moves_per_s"],
         "ratio": round(moves_per_s / serial_moves, 3),
+    }
+    # What a second referee process buys on this machine: the partitions split between two,
+    # so that deciding runs on both cores while the rest of the ring waits on Redis.
+    pair_moves = pair.moves / pair.seconds
+    yield {
+        "bench": "service.referees",
+        "matches": MATCHES,
+        "referees": 2,
+        **_figures(pair_moves, pair.latencies),
+        "cpu_ms_per_move": _capacity(pair)["cpu_ms_per_move"],
+        "one_referee_per_s": single["moves_per_s"],
+        "ratio": round(pair_moves / moves_per_s, 3),
     }
     with local_cluster(3) as cluster:
         clustered, _ = _service(cluster.urls[0], cluster=True, finish=False)
@@ -127,10 +142,15 @@ def run() -> Iterator[dict[str, Any]]:
 
 
 def _service(
-    url: str, cluster: bool, finish: bool = True, durability: str = "primary", overlap: int = 0
+    url: str,
+    cluster: bool,
+    finish: bool = True,
+    durability: str = "primary",
+    overlap: int = 0,
+    referees: int = 1,
 ) -> tuple[Window, dict[str, Any]]:
-    """The workload on the Redis at ``url``: its measured window, and (``finish``) what
-    FINISHED whole matches leave behind."""
+    """The workload on the Redis at ``url`` with ``referees`` referee processes: its measured
+    window, and (``finish``) what FINISHED whole matches leave behind."""
     logs = tempfile.TemporaryDirectory(prefix="domino-bench-")
     settings = Settings(
         redis_url=url,
@@ -145,7 +165,12 @@ def _service(
         log_keep_s=2.0,
         trim_every_s=1.0,
     )
-    with logs, Stack(url, settings, pools={}, projector=True, log_dir=logs.name) as stack:
+    with (
+        logs,
+        Stack(
+            url, settings, referees=referees, pools={}, projector=True, log_dir=logs.name
+        ) as stack,
+    ):
         pids = {name: p.pid for name, p in stack.processes.items()}
         return uvloop.run(_drive(url, settings, pids, finish))
 
