@@ -18,6 +18,7 @@ from typing import Any, cast
 import msgspec
 
 from services.lobby.names import BadName, check_name, skeleton
+from services.lobby.revocations import Ended, Reason, announce
 from services.redis.connection import Client
 from services.store.keys import Keys
 
@@ -121,8 +122,9 @@ class Accounts:
             return None
         return _parse(account_id, fields)
 
-    async def rotate(self, account_id: str) -> str:
-        """A new token for the account (shown once); the old one stops working."""
+    async def rotate(self, account_id: str, reason: Reason = "token_rotated") -> str:
+        """A new token for the account (shown once); the old one stops working, and every
+        gateway is told so (``reason``: its owner rotated it, or the operator re-issued it)."""
         key = self.keys.account(account_id)
         old = cast(bytes | None, await self.redis.hget(key, "token"))
         if not await self.redis.exists(key):
@@ -132,25 +134,49 @@ class Accounts:
         await self.redis.hset(key, "token", digest(token))
         if old:
             await self.redis.delete(self.keys.account_token(old.decode()))
+            await self._ended(account_id, reason, old.decode())
         return token
 
     async def revoke(self, account_id: str) -> None:
-        """The account's token stops working; only the operator can issue it another."""
+        """The account's token stops working, on every gateway; only the operator can issue
+        it another."""
         key = self.keys.account(account_id)
         old = cast(bytes | None, await self.redis.hget(key, "token"))
         await self.redis.hset(key, "token", "")
         if old:
             await self.redis.delete(self.keys.account_token(old.decode()))
+            await self._ended(account_id, "token_revoked", old.decode())
 
     async def ban(self, account_id: str, banned: bool = True) -> Account:
-        """Ban (or lift the ban on) an account; raises AccountError if there is none."""
+        """Ban (or lift the ban on) an account, on every gateway at once; raises AccountError
+        if there is none."""
         key = self.keys.account(account_id)
         if not await self.redis.exists(key):
             raise AccountError("no_account", f"no account {account_id!r}")
         await self.redis.hset(key, "banned", int(banned))
+        await self._ended(account_id, "account_banned" if banned else "account_unbanned", "")
         account = await self.get(account_id)
         assert account is not None
         return account
+
+    async def _ended(self, account_id: str, reason: Reason, token: str) -> None:
+        ended = Ended(kind="account", reason=reason, account=account_id, token=token)
+        await announce(self.redis, self.keys, ended)
+
+    async def current(self, account_ids: list[str]) -> dict[str, tuple[str, bool]]:
+        """Each account's current token (its SHA-256, empty once revoked) and whether it is
+        banned; accounts that do not exist are left out."""
+        if not account_ids:
+            return {}
+        pipe = self.redis.pipeline(transaction=False)
+        for account_id in account_ids:
+            pipe.hmget(self.keys.account(account_id), ["token", "banned"])
+        found = await pipe.execute()
+        return {
+            account_id: (token.decode(), banned == b"1")
+            for account_id, (token, banned) in zip(account_ids, found, strict=True)
+            if token is not None
+        }
 
     async def names(self, ids: list[str]) -> dict[str, str]:
         """The names of these accounts (ids without an account are left out)."""

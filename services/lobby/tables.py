@@ -30,6 +30,7 @@ import structlog
 
 from engine.rules import Rules
 from events.codec import JSON, DecodeError
+from services.lobby.revocations import Ended, announce
 from services.redis.connection import Client
 from services.redis.lua import LuaScript
 from services.redis.paging import Cursor, page
@@ -312,6 +313,12 @@ class Lobby:
         code = int(
             await CANCEL(self.redis, [self.key(match_id), self.index(partition)], [match_id])
         )
+        if code == 1:  # its seats' tokens open nothing more: streams opened with them end
+            raw = cast(dict[bytes, bytes], await self.redis.hgetall(self.key(match_id)))
+            for field, digest in raw.items():
+                if field.startswith(b"token:") and digest:
+                    ended = Ended(kind="seat", reason="seat_ended", token=digest.decode())
+                    await announce(self.redis, self.topo, ended)
         return None if code < 0 else code == 1
 
     async def holder(self, match_id: str, seat: int) -> str | None:

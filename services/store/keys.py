@@ -260,6 +260,12 @@ class Keys:
         """The sorted set of every account id, by registration time."""
         return f"{self.prefix}:accounts"
 
+    @property
+    def revocations(self) -> str:
+        """The stream of credentials that ended (a token rotated, revoked or re-issued, an
+        account banned, a seat's match called off), which every gateway follows."""
+        return f"{self.prefix}:revoked"
+
     def in_partition(self, key: str, partition: int) -> bool:
         """True when `key` hashes with the given partition's keys (same hash tag)."""
         return hash_tag(key) == f"p{partition}"
