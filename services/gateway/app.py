@@ -54,6 +54,7 @@ from services.bots.worker import pool_served
 from services.config import Settings
 from services.core.commands import new_match_id
 from services.gateway.config import GatewaySettings
+from services.gateway.credentials import Credential, Credentials
 from services.gateway.http import ApiError, App, Endpoint, Request, Response, decode_body
 from services.gateway.hub import FeedUnavailable, Flight, Hub, Outcome
 from services.gateway.limits import Cap, Charge, Concurrency, Lease, RateLimit, release_match
@@ -93,6 +94,7 @@ from services.lobby.arena_runner import ArenaRunner
 from services.lobby.arenas import Arena, Arenas
 from services.lobby.challenges import Challenges
 from services.lobby.names import BadName, check_name, skeleton
+from services.lobby.revocations import Ended
 from services.lobby.seeks import Group, Kind, Matchmaker, Seeks
 from services.lobby.tables import JoinError, Lobby, LobbyMatch, parse_record, token_hash
 from services.metrics import GATEWAY_MOVES, GATEWAY_REQUESTS, Exporter, exposition, register
@@ -205,6 +207,8 @@ class Gateway:
         self._seats: SeatCache[tuple[str, int]] = SeatCache(cached_s, cached)  # token -> seat
         self._accounts: SeatCache[Account] = SeatCache(cached_s, cached)
         self._holders: SeatCache[str] = SeatCache(HOLDERS_CACHED_S, cached)  # seat -> account
+        # every stream opened with a token, which ends with it (told by the revocation stream)
+        self.credentials = Credentials(self.topo, self._forget)
         self._ratings: dict[tuple[str, str], float] = {}
         self._standings = Standings(table=[], history={}, played={})
         self._standings_at = -RATINGS_FRESH_S
@@ -304,14 +308,17 @@ class Gateway:
             also=[runner.tick],
         )
         background = [asyncio.create_task(matchmaker.run(stop))]
+        # the sweep, and the follower of the revocation stream, run until cancelled
         sweeper = asyncio.create_task(self._sweep())
+        follower = asyncio.create_task(self.credentials.follow(redis))
         log.info("gateway started", replies=self.replies, partitions=self.settings.partitions)
         try:
             yield
         finally:
             stop.set()
             sweeper.cancel()
-            await asyncio.gather(sweeper, *background, return_exceptions=True)
+            follower.cancel()
+            await asyncio.gather(sweeper, follower, *background, return_exceptions=True)
             await hub.stop()
             for lane in lanes:
                 await lane.aclose()
@@ -342,6 +349,10 @@ class Gateway:
                 await self.redis.pexpire(self.replies, int(max(60.0, 6 * every) * 1000))
             except Exception as e:
                 log.warning("reply stream's life not renewed", error=repr(e))
+            try:  # what the revocation stream tells, checked without it
+                await self.credentials.verify(self.accounts)
+            except Exception as e:
+                log.warning("open streams' credentials not checked", error=repr(e))
 
     def _started(self) -> _Running:
         if self._running is None:
@@ -413,9 +424,10 @@ class Gateway:
             raise ApiError(404, "no_match", str(e)) from None
         return match_id
 
-    async def _authorize(self, request: Request, match_id: str, seat: int) -> str:
+    async def _authorize(self, request: Request, match_id: str, seat: int) -> Credential:
         """Check the bearer token opens this seat (a seat token of it, or the account token of
-        the account holding it); return what limits count it by."""
+        the account holding it); return it as a credential (what limits count it by, and what
+        a stream opened with it ends with)."""
         token = _bearer(request)
         if is_account_token(token):
             account = await self._account_of(token, request.client)
@@ -428,13 +440,13 @@ class Gateway:
                     self._holders.put(f"{match_id} {seat}", holder)
             if holder != account.id:
                 raise ApiError(403, "not_your_seat", f"your account does not hold seat {seat}")
-            return f"acct:{account.id}"
+            return Credential("account", digest(token), account.id)
         try:
-            digest, (token_match, token_seat) = await self._token(request)
+            hashed, (token_match, token_seat) = await self._token(request)
         except ApiError as e:  # an archived match's tokens are in its archived record
-            digest = token_hash(_bearer(request))
+            hashed = token_hash(_bearer(request))
             kept = (await self._archived_fields(match_id)).get(f"token:{seat}")
-            if e.status != 401 or kept is None or not secrets.compare_digest(kept, digest):
+            if e.status != 401 or kept is None or not secrets.compare_digest(kept, hashed):
                 raise
             token_match, token_seat = match_id, seat
         if token_match != match_id:
@@ -443,7 +455,7 @@ class Gateway:
             raise ApiError(
                 403, "wrong_seat", f"this token plays seat {token_seat}, not seat {seat}"
             )
-        return digest
+        return Credential("seat", hashed)
 
     async def _account_of(self, token: str, client: str) -> Account:
         """The account an account token opens; 401 for a token that opens none, 403 banned."""
@@ -459,6 +471,20 @@ class Gateway:
         if account.banned:
             raise ApiError(403, "account_banned", "this account is banned")
         return account
+
+    def account_credential(self, request: Request, account: Account) -> Credential:
+        """The account token a request bears, as the credential a stream is opened with."""
+        return Credential("account", digest(_bearer(request, "an account token")), account.id)
+
+    def _forget(self, ended: Ended) -> None:
+        """A credential ended (told by the revocation stream): forget what it opened, so the
+        next request bearing it asks Redis."""
+        if ended.kind == "seat":
+            self._seats.drop(ended.token)
+        elif ended.token:
+            self._accounts.drop(ended.token)
+        else:  # a ban, or its lift: every token of the account this process remembers
+            self._accounts.drop_if(lambda account: account.id == ended.account)
 
     def forget_token(self, request: Request) -> None:
         """Forget what the request's account token opened: it was just rotated or revoked
@@ -1187,7 +1213,7 @@ class Gateway:
         """GET /matches/{id}/seats/{seat}/stream: what the seat may see, as it happens."""
         match_id = self._match_id(request)
         seat: int = request.params["seat"]
-        await self._authorize(request, match_id, seat)
+        credential = await self._authorize(request, match_id, seat)
         after = self.resume_point(request)
         sse = self.wants_sse(request)
         everything = self.wants_everything(request)
@@ -1196,7 +1222,16 @@ class Gateway:
         lease = await self.seat_streams.acquire(self.redis, f"{match_id}:{seat}")
         try:
             return await self._open_stream(
-                match_id, seat, sse, after, everything, lease, self.seat_streams, until_turn, views
+                match_id,
+                seat,
+                sse,
+                after,
+                everything,
+                lease,
+                self.seat_streams,
+                until_turn,
+                views,
+                credential,
             )
         except BaseException:
             self.seat_streams.release(lease)
@@ -1233,6 +1268,7 @@ class Gateway:
         counter: Concurrency,
         until_turn: bool = False,
         views: bool = False,
+        credential: Credential | None = None,
     ) -> StreamResponse:
         hub = self.hub
         try:
@@ -1249,7 +1285,13 @@ class Gateway:
         first = [] if after is None else await hub.backlog(feed, sub, after, version)
         log.debug("stream opened", match_id=match_id, seat=seat, after=after)
         return StreamResponse(
-            hub, feed, sub, first, self.config.keepalive_s, lambda: counter.release(lease)
+            hub,
+            feed,
+            sub,
+            first,
+            self.config.keepalive_s,
+            lambda: counter.release(lease),
+            None if credential is None else (self.credentials, credential),
         )
 
     # -- moves ---------------------------------------------------------------------------------
@@ -1258,11 +1300,12 @@ class Gateway:
         """POST /matches/{id}/seats/{seat}/moves: play, draw or pass, confirmed or rejected."""
         match_id = self._match_id(request)
         seat: int = request.params["seat"]
-        digest = await self._authorize(request, match_id, seat)
+        credential = await self._authorize(request, match_id, seat)
+        limited = f"acct:{credential.account}" if credential.account else credential.token
         # every request counts, per seat; none is sent while its token (or account) has had
         # too many moves rejected lately. A move is counted in the call that sends it; a
         # request that is no move, or a copy of one on its way, is counted on its own first.
-        charge = Charge(self.moves, f"{match_id}:{seat}", [(self.rejected_moves, digest)])
+        charge = Charge(self.moves, f"{match_id}:{seat}", [(self.rejected_moves, limited)])
         try:
             key, command = await self._move_of(request, seat)
         except ApiError:
@@ -1279,7 +1322,7 @@ class Gateway:
             r = outcome.rejection
             _MOVES["rejected"].inc()
             log.debug("move rejected", match_id=match_id, seat=seat, reason=r.reason)
-            await self.rejected_moves.count(self.redis, digest)
+            await self.rejected_moves.count(self.redis, limited)
             return Response.json(
                 {"error": "rejected", **_why(r), "message": r.message, "accepted": False},
                 409,

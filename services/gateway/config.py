@@ -206,8 +206,9 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
         float,
         Var(
             "DOMINO_GATEWAY_TOKEN_CACHE_S",
-            "a gateway process trusts its look-up of a seat or account token this long: a token "
-            "revoked, rotated or expired elsewhere stops working here within it",
+            "a gateway process trusts its look-up of a seat or account token this long when "
+            "the revocation stream is out of reach (a token rotated, revoked or banned stops "
+            "working at once through it); a seat token that expired stops within it",
         ),
     ] = 5.0
     token_cache_size: Annotated[

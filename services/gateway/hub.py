@@ -168,6 +168,12 @@ class Waker:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
+    def poke(self) -> None:
+        """Wake the reader with no subscriber ready: something else wants its attention."""
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
     async def wait(self, timeout: float) -> list[Subscriber]:
         """The subscribers that woke, waiting up to ``timeout`` seconds for one."""
         if not self.ready:

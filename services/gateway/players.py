@@ -21,6 +21,7 @@ from starlette.types import Receive, Scope, Send
 
 from engine.rules import Rules
 from services.gateway.config import GatewaySettings
+from services.gateway.credentials import Binding, Credential, Credentials, closed_line
 from services.gateway.http import ApiError, Request, Response, decode_body
 from services.gateway.hub import FeedUnavailable, Hub, Subscriber, Waker
 from services.gateway.protocol import RulesBody
@@ -105,8 +106,11 @@ class Host(Protocol):
     def hub(self) -> Hub: ...
     @property
     def arenas(self) -> Arenas: ...
+    @property
+    def credentials(self) -> Credentials: ...
 
     async def account(self, request: Request) -> Account: ...
+    def account_credential(self, request: Request, account: Account) -> Credential: ...
     def forget_token(self, request: Request) -> None: ...
     async def lobby_write(self, request: Request) -> None: ...
     def operator(self, request: Request) -> None: ...
@@ -211,7 +215,7 @@ class Players:
         """POST /accounts/{name}/token (operator): a new token for an account, shown once."""
         self.gw.operator(request)
         account = await self._named(request)
-        token = await self.gw.accounts.rotate(account.id)
+        token = await self.gw.accounts.rotate(account.id, "token_reissued")
         log.warning("account token issued by the operator", account=account.id)
         return Response.json({"account": account.public(), "token": token})
 
@@ -462,7 +466,8 @@ class Players:
                     await asyncio.sleep(POLL_S)
                     yield b""
 
-        return LiveResponse(lines(), sse, self.gw.config.keepalive_s, lease)
+        bound = (self.gw.credentials, self.gw.account_credential(request, account))
+        return LiveResponse(lines(), sse, self.gw.config.keepalive_s, lease, bound=bound)
 
     async def play(self, request: Request) -> LiveResponse:
         """GET /account/play: every seat the account holds on one connection; each line is a
@@ -552,7 +557,10 @@ class Players:
                 for sub, (match_id, _) in heads.items():
                     _unsubscribe(hub, match_id, sub)
 
-        return LiveResponse(lines(), sse, self.gw.config.keepalive_s, lease)
+        bound = (gw.credentials, gw.account_credential(request, account))
+        response = LiveResponse(lines(), sse, gw.config.keepalive_s, lease, bound=bound)
+        response.wake = waker.poke  # its credential's end is written at once
+        return response
 
 
 async def _started_since(feeds: AccountFeeds, account_id: str, after: int) -> tuple[list[str], int]:
@@ -597,7 +605,10 @@ def _sse_data(data: bytes) -> bytes:
 class LiveResponse:
     """A long-lived response writing an async iterator's chunks (b"" means nothing new) with
     a keep-alive after ``keepalive`` seconds of silence, until the client goes away; counted
-    open in the metrics as a stream of ``kind`` (an account's, or the public's)."""
+    open in the metrics as a stream of ``kind`` (an account's, or the public's). One opened
+    with a credential (``bound``) ends with a closing line, and writes nothing more, once
+    that credential ends (services/gateway/credentials.py): the iterator yields at least
+    every POLL_S, so within that."""
 
     def __init__(
         self,
@@ -606,23 +617,42 @@ class LiveResponse:
         keepalive: float,
         on_close: Callable[[], Awaitable[None]],
         kind: str = "account",
+        bound: tuple[Credentials, Credential] | None = None,
     ) -> None:
         self.lines = lines
         self.sse = sse
         self.keepalive = keepalive
         self.on_close = on_close
         self.open_streams = OPEN_STREAMS[kind]
+        self.bound = bound
+        self.closing: str | None = None  # why the stream must end now, once its credential did
+        self.wake: Callable[[], None] | None = None  # hurries the iterator along when set
+
+    def close(self, reason: str) -> None:
+        """The credential the stream was opened with ended: the next chunk is not written,
+        the closing line is."""
+        self.closing = reason
+        if self.wake is not None:
+            self.wake()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         gone = asyncio.Event()
         watcher = asyncio.create_task(on_disconnect(receive, gone.set))
         loop = asyncio.get_running_loop()
         self.open_streams.inc()
+        binding: Binding | None = None
+        if self.bound is not None:
+            credentials, credential = self.bound
+            binding = credentials.bind(credential, self.close)
         try:
             ping = await start_stream(send, self.sse)
             quiet_since = loop.time()
             async for chunk in self.lines:
                 if gone.is_set():
+                    break
+                if self.closing is not None:
+                    body = closed_line(self.closing, self.sse)
+                    await send({"type": "http.response.body", "body": body, "more_body": True})
                     break
                 if not chunk:
                     if loop.time() - quiet_since < self.keepalive:
@@ -636,6 +666,8 @@ class LiveResponse:
             pass  # the client went away while we wrote
         finally:
             self.open_streams.dec()
+            if binding is not None:
+                credentials.unbind(binding)
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher

@@ -46,6 +46,11 @@ class SeatCache(Generic[T]):
         """Forget a token hash (its token was revoked here): the next look-up asks Redis."""
         self._seats.pop(digest, None)
 
+    def drop_if(self, forget: Callable[[T], bool]) -> None:
+        """Forget every token hash whose entry ``forget`` picks (an account banned)."""
+        for digest in [d for d, (_, entry) in self._seats.items() if forget(entry)]:
+            del self._seats[digest]
+
     def put(self, digest: str, seat: T) -> None:
         """Remember a token hash's seat for ``ttl_s`` seconds."""
         self._seats[digest] = (self.clock() + self.ttl_s, seat)

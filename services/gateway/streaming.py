@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from starlette.types import Receive, Scope, Send
 
+from services.gateway.credentials import Binding, Credential, Credentials, closed_line
 from services.gateway.hub import Feed, Hub, Subscriber
 from services.gateway.protocol import KEEPALIVE_NDJSON, KEEPALIVE_SSE
 from services.metrics import GATEWAY_OPEN_STREAMS
@@ -44,7 +45,9 @@ async def on_disconnect(receive: Receive, then: Callable[[], None]) -> None:
 
 class StreamResponse:
     """Writes ``first`` (snapshot or backlog), then the subscriber's lines until the match ends
-    or the client goes away; a keep-alive after ``keepalive`` seconds of silence."""
+    or the client goes away; a keep-alive after ``keepalive`` seconds of silence. A stream
+    opened with a credential (``bound``) ends with a closing line when that credential does
+    (services/gateway/credentials.py)."""
 
     def __init__(
         self,
@@ -54,6 +57,7 @@ class StreamResponse:
         first: list[bytes],
         keepalive: float,
         on_close: Callable[[], None],
+        bound: tuple[Credentials, Credential] | None = None,
     ) -> None:
         self.hub = hub
         self.feed = feed
@@ -61,12 +65,26 @@ class StreamResponse:
         self.first = first
         self.keepalive = keepalive
         self.on_close = on_close
+        self.bound = bound
+
+    def close(self, reason: str) -> None:
+        """The credential the stream was opened with ended: nothing more of the match is
+        written, only the closing line saying why."""
+        self.first = []
+        self.sub.chunks.clear()
+        self.sub.size = 0
+        self.sub.push(closed_line(reason, self.sub.sse))
+        self.sub.finish()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         sub = self.sub
         watcher = asyncio.create_task(on_disconnect(receive, self._gone))
         open_streams = OPEN_STREAMS["public" if sub.seat is None else "seat"]
         open_streams.inc()
+        binding: Binding | None = None
+        if self.bound is not None:
+            credentials, credential = self.bound
+            binding = credentials.bind(credential, self.close)
         try:
             ping = await start_stream(send, sub.sse)
             if self.first:
@@ -86,6 +104,8 @@ class StreamResponse:
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
             open_streams.dec()
+            if binding is not None:
+                credentials.unbind(binding)
             self.hub.unsubscribe(self.feed, sub)
             self.on_close()
 

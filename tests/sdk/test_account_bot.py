@@ -17,12 +17,14 @@ from typing import Any
 import pytest
 from domino_sdk import (
     AccountClient,
+    AccountState,
     Bot,
     Challenge,
     ChallengeDeclined,
     MatchStarted,
     PlayTile,
     SeenAccountEvent,
+    StreamClosed,
     View,
     register,
 )
@@ -315,3 +317,25 @@ def test_an_example_bot_plays_its_seeks_as_an_account(gateways: Gateways) -> Non
     assert player.returncode == 0, err.decode()[-2000:]
     (line,) = out.decode().splitlines()
     assert line.startswith("m-") and ("win" in line or "loss" in line), line
+
+
+async def test_an_account_stream_whose_token_is_rotated_raises_stream_closed_and_stays_closed(
+    gateways: Gateways,
+) -> None:
+    """The gateway ends a stream whose token ended with a ``closed`` line (docs/protocol.md,
+    "When a token ends"); the SDK raises it as StreamClosed, with its reason, and does not
+    open the stream again with a token that opens nothing."""
+    _, token = await account(gateways.url, "closed")
+    client = AccountClient(gateways.url, token)
+    try:
+        events = client.events()
+        first = await asyncio.wait_for(events.__anext__(), 15)
+        assert isinstance(first, AccountState)
+        await client.rotate()
+        with pytest.raises(StreamClosed) as closed:
+            await asyncio.wait_for(events.__anext__(), 5)
+        assert closed.value.code == "token_rotated"
+        assert closed.value.status == 401
+        assert client.dropped == 0
+    finally:
+        await client.aclose()

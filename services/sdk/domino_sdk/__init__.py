@@ -71,6 +71,7 @@ if TYPE_CHECKING:
         MoveResult,
         Seat,
         SeatClient,
+        StreamClosed,
     )
     from domino_sdk.session import AccountSession
 
@@ -84,6 +85,7 @@ _WHERE = {
     "MoveResult": "domino_sdk.client",
     "Seat": "domino_sdk.client",
     "SeatClient": "domino_sdk.client",
+    "StreamClosed": "domino_sdk.client",
     "register": "domino_sdk.account",
 }
 __all__ = [
@@ -129,6 +131,7 @@ __all__ = [
     "SeenAccountEvent",
     "SeenEvent",
     "Snapshot",
+    "StreamClosed",
     "Tile",
     "TileDrawn",
     "TilePlayed",

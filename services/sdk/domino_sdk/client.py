@@ -71,6 +71,20 @@ class MoveRejected(GatewayError):
         return str(self.body.get("rule", ""))
 
 
+class StreamClosed(GatewayError):
+    """Raised when the gateway ended a stream because the token it was opened with ended:
+    ``code`` says how (``token_rotated``, ``token_revoked``, ``token_reissued``,
+    ``account_banned``, ``seat_ended``). That token opens nothing more, so the stream is not
+    opened again with it."""
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        super().__init__(403 if body.get("reason") == "account_banned" else 401, body)
+        self.code = str(body.get("reason", "closed"))
+
+
+_CLOSED = b'{"type":"closed"'
+
+
 @dataclass(frozen=True, slots=True)
 class Seat:
     """A seat someone plays: its match, its number and its token."""
@@ -231,6 +245,8 @@ class _Http:
                             continue
                         *complete, buffer = buffer.split(b"\n")
                         for raw in complete:
+                            if raw.startswith(_CLOSED):  # its token ended: nothing follows
+                                raise StreamClosed(msgspec.json.decode(raw, type=dict[str, Any]))
                             if raw.strip():  # a blank line is a keep-alive
                                 yield raw
             except (httpx.TransportError, httpx.StreamError) as e:
