@@ -35,7 +35,7 @@ from engine.views import redact, view_for
 from events.codec import JSON, DecodeError
 from events.envelope import Envelope
 from events.model import AnyCommand, AnyEvent, MatchEnded, Rejection, RoundEnded, TurnTimedOut
-from services.gateway.protocol import EventLine, Snapshot, TurnLine, frame
+from services.gateway.protocol import EventLine, Gap, Snapshot, TurnLine, frame
 from services.redis.clock import ServerClock
 from services.redis.connection import Client
 from services.redis.lane import Lane
@@ -454,7 +454,11 @@ class Hub:
         nothing after its turn."""
         out: list[bytes] = []
         if after < upto:
-            for record in await self.store.read(feed.match_id, after + 1, upto):
+            records = await self.store.read(feed.match_id, after + 1, upto)
+            if [r.version for r in records] != list(range(after + 1, upto + 1)):
+                oldest = records[0].version if records else upto + 1
+                return self._resync(feed, sub, after, oldest)
+            for record in records:
                 env = JSON.decode_envelope(record.data)
                 if not sub.everything and not essential(env.event, sub.seat):
                     continue
@@ -467,6 +471,29 @@ class Hub:
             if sub.until_turn:
                 sub.chunks.clear()  # live lines queued meanwhile come after the turn: drop them
                 sub.size = 0
+                sub.finish()
+        return out
+
+    def _resync(self, feed: Feed, sub: Subscriber, after: int, oldest: int) -> list[bytes]:
+        """What a resumed stream gets when the log no longer holds the events after ``after``
+        (a match archived where this gateway cannot read it): a gap line saying so, then what
+        a fresh stream begins with — the snapshot, and the turn on the seat's move. The live
+        lines queued since it subscribed are in that snapshot: they are dropped."""
+        log.warning(
+            "a resumed stream asked for events the log no longer holds",
+            match_id=feed.match_id,
+            after=after,
+            oldest=oldest,
+        )
+        sub.chunks.clear()
+        sub.size = 0
+        sub.after = feed.version
+        gap = Gap(id=oldest - 1, after=after, oldest=oldest)
+        out = [frame(gap, sub.sse)]
+        out.append(feed.view_line(sub.seat, sub.sse, snapshot=True, any_turn=sub.views))
+        if sub.seat is not None and feed.my_turn_seat == sub.seat:
+            out.append(feed.view_line(sub.seat, sub.sse, snapshot=False))
+            if sub.until_turn:
                 sub.finish()
         return out
 

@@ -38,6 +38,7 @@ from services.gateway.protocol import (
     Created,
     Error,
     EventLine,
+    Gap,
     Health,
     JoinBody,
     Joined,
@@ -72,6 +73,7 @@ _STRUCTS: list[Any] = [
     Snapshot,
     EventLine,
     TurnLine,
+    Gap,
     MoveBody,
     CreateBody,
     JoinBody,
@@ -315,7 +317,8 @@ def _stream(what: str) -> dict[str, Any]:
     return _lines(
         f"{what}: one JSON object a line (`Line`; with events=minimal, `MinimalLine`). As "
         "server-sent events each line is an event whose `id` is the line's id, `event` its "
-        "type and `data` the object",
+        "type and `data` the object. A resume from events the log no longer holds begins "
+        "with a `gap` line, then the snapshot a fresh stream begins with",
         "Line",
     )
 
@@ -849,8 +852,9 @@ def _player_paths() -> dict[str, Any]:
                     {
                         "200": _lines(
                             "one `AccountLine` a line, each with its `id` on the account's "
-                            "stream (the latest 1,000 are kept); as server-sent events its "
-                            "`id` is the line's and `event` its type",
+                            "stream (the latest 1,000 are kept: a resume from before them "
+                            "begins with a `gap` line, then `state`); as server-sent events "
+                            "its `id` is the line's and `event` its type",
                             "AccountLine",
                         ),
                         "400": bad_resume,
@@ -1150,8 +1154,10 @@ def _player_paths() -> dict[str, Any]:
                 "parameters": [_ARENA, _after("a line id of the arena"), _LAST_EVENT_ID, _FORMAT],
                 "responses": {
                     "200": _lines(
-                        "one `ArenaLine` a line, from the arena's first (or after `after`); "
-                        "as server-sent events its `id` is the line's and `event` its type",
+                        "one `ArenaLine` a line, from the arena's first (or after `after`; "
+                        "the latest 1,000 are kept: a stream from before them begins with a "
+                        "`gap` line, then the oldest kept); as server-sent events its `id` "
+                        "is the line's and `event` its type",
                         "ArenaLine",
                     ),
                     "400": bad_resume,
@@ -1177,7 +1183,7 @@ def _schemas() -> dict[str, Any]:
     _, components = msgspec.json.schema_components(_STRUCTS, ref_template=_REF)
     components["Line"] = {
         "description": "A line of a seat's or the public stream",
-        "oneOf": [_ref(n) for n in ("Snapshot", "EventLine", "TurnLine")],
+        "oneOf": [_ref(n) for n in ("Snapshot", "EventLine", "TurnLine", "Gap")],
         "discriminator": {"propertyName": "type"},
     }
     essential = [_ref(t.__name__) for t in (TurnTimedOut, RoundEnded, MatchEnded)]
@@ -1190,7 +1196,7 @@ def _schemas() -> dict[str, Any]:
     }
     components["MinimalLine"] = {
         "description": "A line of a stream opened with events=minimal",
-        "oneOf": [_ref(n) for n in ("Snapshot", "MinimalEventLine", "TurnLine")],
+        "oneOf": [_ref(n) for n in ("Snapshot", "MinimalEventLine", "TurnLine", "Gap")],
     }
     components["Move"] = _union(
         "What a seat posts: an entry of its view.legal as it is, or resign / abort; seat optional",
@@ -1216,7 +1222,9 @@ def _schemas() -> dict[str, Any]:
         "properties": {"ready": {"type": "boolean"}, "reason": {"type": "string"}},
     }
     components["AccountLine"] = _union(
-        "A line of the account stream: the first of a fresh stream is `state`", AccountLine
+        "A line of the account stream: the first of a fresh stream is `state`, the first of "
+        "one resumed from before what the feed still holds is `gap` (then `state`)",
+        AccountLine,
     )
     components["ArenaLine"] = _union("A line of an arena's stream", ArenaLine)
     # what the structs leave a plain string, the gateway checks against a fixed list

@@ -24,7 +24,7 @@ from services.gateway.config import GatewaySettings
 from services.gateway.credentials import Binding, Credential, Credentials, closed_line
 from services.gateway.http import ApiError, Request, Response, decode_body
 from services.gateway.hub import FeedUnavailable, Hub, Subscriber, Waker
-from services.gateway.protocol import RulesBody
+from services.gateway.protocol import Gap, RulesBody
 from services.gateway.streaming import OPEN_STREAMS, on_disconnect, start_stream
 from services.lobby.accounts import Account, AccountError, Accounts
 from services.lobby.arena import Format
@@ -411,7 +411,9 @@ class Players:
         async def lines() -> AsyncIterator[bytes]:
             seen = after
             while True:
-                batch = await arenas.read(arena.id, seen)
+                oldest, batch = await arenas.since(arena.id, seen)
+                if seen < oldest - 1:  # trimmed past where the client is: it is told so
+                    yield _gap(seen, oldest, sse)
                 for n, data in batch:
                     seen = n
                     yield _sse(n, data) if sse else data + b"\n"
@@ -435,30 +437,40 @@ class Players:
         sse = self.gw.wants_sse(request)
         lease = await self.gw.open_account_stream(account)
         feeds = self.gw.feeds
-        start = await feeds.last(account.id) if after is None else after
-        first = b""
-        if after is None:  # a fresh stream: where things stand, then what happens next
+        gw = self.gw
+
+        async def state() -> tuple[int, bytes]:
+            """Where things stand, as of the feed's latest event: its id and the state line."""
+            latest = await feeds.last(account.id)
             waiting = [
                 c.public()
-                for c in await self.gw.challenges.mine(account)
+                for c in await gw.challenges.mine(account)
                 if c.status == "open" and account.id in c.opponents
             ]
-            state = {
+            line = {
                 "type": "state",
-                "id": start,
+                "id": latest,
                 "live": await feeds.live(account.id),
                 "challenges": waiting,
-                "seeks": [s.public() for s in await self.gw.seeks.mine(account)],
+                "seeks": [s.public() for s in await gw.seeks.mine(account)],
             }
-            data = msgspec.json.encode(state)
-            first = _sse(start, data) if sse else data + b"\n"
+            data = msgspec.json.encode(line)
+            return latest, _sse(latest, data) if sse else data + b"\n"
+
+        # a fresh stream: where things stand, then what happens next
+        start, first = (after, b"") if after is not None else await state()
 
         async def lines() -> AsyncIterator[bytes]:
             seen = start
             if first:
                 yield first
             while True:
-                batch = await feeds.read(account.id, seen)
+                oldest, batch = await feeds.since(account.id, seen)
+                if seen < oldest - 1:  # trimmed past where the client is: say so, and resync
+                    yield _gap(seen, oldest, sse)
+                    seen, line = await state()
+                    yield line
+                    continue
                 for n, data in batch:
                     seen = n
                     yield _sse(n, data) if sse else data + b"\n"
@@ -591,6 +603,13 @@ def _unsubscribe(hub: Hub, match_id: str, sub: Subscriber) -> None:
         hub.unsubscribe(feed, sub)
     else:
         sub.finish()
+
+
+def _gap(after: int, oldest: int, sse: bool) -> bytes:
+    """The line telling a stream resumed after ``after`` that it lost the lines before
+    ``oldest``."""
+    data = msgspec.json.encode(Gap(id=oldest - 1, after=after, oldest=oldest))
+    return _sse(oldest - 1, data) if sse else data + b"\n"
 
 
 def _sse(n: int, data: bytes) -> bytes:

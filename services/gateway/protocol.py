@@ -83,7 +83,17 @@ class TurnLine(msgspec.Struct, frozen=True, kw_only=True, tag="turn", tag_field=
     remaining_ms: int | None = None  # the same deadline, as milliseconds left when sent
 
 
-Line = Snapshot | EventLine | TurnLine
+class Gap(msgspec.Struct, frozen=True, kw_only=True, tag="gap", tag_field="type"):
+    """A resumed stream no longer holds what came after ``after``: the lines ``after`` + 1 to
+    ``oldest`` - 1 are lost, and the stream resyncs. Its ``id`` is ``oldest`` - 1, the point
+    the lines that follow carry on from."""
+
+    id: int
+    after: int
+    oldest: int
+
+
+Line = Snapshot | EventLine | TurnLine | Gap
 """Any line of a seat or spectator stream."""
 
 
@@ -559,7 +569,8 @@ class SeekExpired(msgspec.Struct, frozen=True, kw_only=True, tag="seek_expired",
 
 
 AccountLine = (
-    AccountState
+    Gap
+    | AccountState
     | ChallengeReceived
     | ChallengeAccepted
     | ChallengeDeclined
@@ -759,7 +770,8 @@ class ArenaFinished(msgspec.Struct, frozen=True, kw_only=True, tag="finished", t
 
 
 ArenaLine = (
-    ArenaCreated
+    Gap
+    | ArenaCreated
     | ArenaJoined
     | ArenaLeft
     | ArenaStarted

@@ -57,7 +57,8 @@ from services.redis.lua import LuaScript
 from services.store.keys import Keys, partition_of
 
 FEED_KEPT = 1000
-"""The most lines an arena's feed keeps; older ones are trimmed."""
+"""The most lines an arena's feed keeps; older ones are trimmed (a stream resumed from before
+them is told so, with a ``gap`` line)."""
 CLAIM_S = 30.0
 """How long a pairing handed out by :meth:`Arenas.due` waits to be reported started before it
 is handed out again."""
@@ -368,15 +369,25 @@ class Arenas:
         ``id`` set). Line types: ``created``, ``joined``, ``left``, ``started``, ``round``,
         ``match_started``, ``match_finished`` and ``standings`` (after every result, and with
         ``"final": true`` when the arena is over), then ``finished``."""
-        entries = cast(
-            list[tuple[bytes, dict[bytes, bytes]]],
-            await self.redis.xrange(self.key(arena_id, "feed"), f"({after}-0", "+", count=count),
+        entries = await self.redis.xrange(
+            self.key(arena_id, "feed"), f"({after}-0", "+", count=count
         )
-        out = []
-        for entry_id, fields in entries:
-            n = int(entry_id.split(b"-")[0])
-            out.append((n, b'{"id":%d,%s' % (n, fields[b"d"][1:])))
-        return out
+        return _feed_lines(entries)
+
+    async def since(
+        self, arena_id: str, after: int = 0, count: int = 100
+    ) -> tuple[int, list[tuple[int, bytes]]]:
+        """The id of the oldest line the feed still holds (the next id to come when it holds
+        none), and its lines after ``after`` as :meth:`read` gives them, read at one instant:
+        an ``after`` below that id minus one is a resume from lines already trimmed."""
+        feed = self.key(arena_id, "feed")
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.xrange(feed, "-", "+", count=1)
+        pipe.hget(self.key(arena_id), "n")
+        pipe.xrange(feed, f"({after}-0", "+", count=count)
+        first, last, entries = await pipe.execute()
+        oldest = int(first[0][0].split(b"-")[0]) if first else int(last or 0) + 1
+        return oldest, _feed_lines(entries)
 
     async def last(self, arena_id: str) -> int:
         """The id of the feed's latest line (0: none yet)."""
@@ -644,6 +655,15 @@ class Arenas:
         ended = msgspec.structs.replace(after, status="finished", ended=round(now, 3))
         change.line("finished", arena=ended.summary())
         return True
+
+
+def _feed_lines(raw: Any) -> list[tuple[int, bytes]]:
+    """Feed entries as (id, JSON with its ``id`` set)."""
+    out = []
+    for entry_id, fields in cast(list[tuple[bytes, dict[bytes, bytes]]], raw):
+        n = int(entry_id.split(b"-")[0])
+        out.append((n, b'{"id":%d,%s' % (n, fields[b"d"][1:])))
+    return out
 
 
 def _fields(raw: Any) -> dict[str, bytes]:

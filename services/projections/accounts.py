@@ -36,7 +36,8 @@ from services.store.source import LogReader
 log = structlog.get_logger()
 
 FEED_KEPT = 1000
-"""The most events an account's feed keeps; older ones are trimmed."""
+"""The most events an account's feed keeps; older ones are trimmed (a stream resumed from before
+them is told so, with a ``gap`` line)."""
 NAME = "accounts"
 
 _APPEND = """
@@ -144,15 +145,31 @@ class AccountFeeds:
     async def read(self, account_id: str, after: int, count: int = 100) -> list[tuple[int, bytes]]:
         """The feed's events after id ``after`` (at most ``count``), each as (id, JSON with its
         ``id`` set)."""
-        entries = cast(
-            list[tuple[bytes, dict[bytes, bytes]]],
-            await self.redis.xrange(
-                self.keys.account_feed(account_id), f"({after}-0", "+", count=count
-            ),
+        entries = await self.redis.xrange(
+            self.keys.account_feed(account_id), f"({after}-0", "+", count=count
         )
+        return self._lines(account_id, entries)
+
+    async def since(
+        self, account_id: str, after: int, count: int = 100
+    ) -> tuple[int, list[tuple[int, bytes]]]:
+        """The id of the oldest event the feed still holds (the next id to come when it holds
+        none), and its events after ``after`` as :meth:`read` gives them, read at one instant:
+        an ``after`` below that id minus one is a resume from events already trimmed."""
+        feed = self.keys.account_feed(account_id)
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.xrange(feed, "-", "+", count=1)
+        pipe.hget(self.keys.account(account_id), "feed")
+        pipe.xrange(feed, f"({after}-0", "+", count=count)
+        first, last, entries = await pipe.execute()
+        oldest = _entry_number(first[0][0]) if first else int(last or 0) + 1
+        return oldest, self._lines(account_id, entries)
+
+    def _lines(self, account_id: str, raw: Any) -> list[tuple[int, bytes]]:
+        entries = cast(list[tuple[bytes, dict[bytes, bytes]]], raw)
         out = []
         for entry_id, fields in entries:
-            n = int(entry_id.split(b"-")[0])
+            n = _entry_number(entry_id)
             data = fields.get(b"d", b"")
             if not _an_object(data):  # not an event the service wrote: no line for it
                 log.error(
@@ -225,6 +242,11 @@ class FinishedFeeds:
                 )
                 log.debug("account told match ended", match_id=record.match_id, account=account)
         return []
+
+
+def _entry_number(entry_id: bytes) -> int:
+    """The n of a feed entry id ``<n>-0``."""
+    return int(entry_id.split(b"-")[0])
 
 
 def _an_object(data: bytes) -> bool:

@@ -37,7 +37,7 @@ from events.model import (
     TimeOutTurn,
 )
 from services.core.dealer import deal
-from services.gateway.protocol import EventLine, Line, MoveBody, Snapshot, TurnLine, frame
+from services.gateway.protocol import EventLine, Gap, Line, MoveBody, Snapshot, TurnLine, frame
 
 pytestmark = pytest.mark.service
 
@@ -67,6 +67,7 @@ SDK_LINES = {
     Snapshot: domino_sdk.Snapshot,
     EventLine: domino_sdk.EventLine,
     TurnLine: domino_sdk.TurnLine,
+    Gap: domino_sdk.Gap,
 }
 
 
@@ -192,6 +193,7 @@ PAIRED: list[tuple[Any, Any]] = [
     (model.AnyEvent, domino_sdk.AnyEvent),
     (Snapshot, domino_sdk.Snapshot),
     (TurnLine, domino_sdk.TurnLine),
+    (Gap, domino_sdk.Gap),
     *((getattr(model, t.__name__), t) for t in get_args(domino_sdk.AnyEvent)),
 ]
 

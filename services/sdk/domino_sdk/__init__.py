@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from domino_sdk.lobby import (
     Account,
     AccountEvent,
+    AccountGap,
     AccountState,
     AnyAccountEvent,
     Challenge,
@@ -58,7 +59,7 @@ from domino_sdk.model import (
     TurnTimedOut,
     UnknownEvent,
 )
-from domino_sdk.protocol import EventLine, Line, Snapshot, TurnLine, decode_line
+from domino_sdk.protocol import EventLine, Gap, Line, Snapshot, TurnLine, decode_line
 from domino_sdk.views import OpenEnd, View
 
 if TYPE_CHECKING:
@@ -92,6 +93,7 @@ __all__ = [
     "Account",
     "AccountClient",
     "AccountEvent",
+    "AccountGap",
     "AccountSession",
     "AccountState",
     "AnyAccountEvent",
@@ -106,6 +108,7 @@ __all__ = [
     "End",
     "Event",
     "EventLine",
+    "Gap",
     "GatewayError",
     "Line",
     "LobbyClient",

@@ -20,6 +20,8 @@ import msgspec
 from domino_sdk.client import API, GatewayError, MoveResult, _body, _Http
 from domino_sdk.lobby import (
     Account,
+    AccountGap,
+    AccountState,
     Challenge,
     Me,
     PlayLine,
@@ -215,7 +217,9 @@ class AccountClient:
     async def events(self, after: int | None = None) -> AsyncGenerator[SeenAccountEvent, None]:
         """The account's events, for ever: after id ``after``, or (None) an AccountState —
         where things stand now — and what happens from then on. A dropped connection resumes
-        after the last id seen, so none is lost or repeated."""
+        after the last id seen, so none is lost or repeated; one resumed from before what the
+        account's feed still keeps gets an AccountGap saying what was lost, then an
+        AccountState to start again from."""
         resume = after
 
         def params() -> dict[str, str]:
@@ -232,7 +236,8 @@ class AccountClient:
         async with contextlib.aclosing(raw_lines):
             async for raw in raw_lines:
                 event = decode_account_event(raw)
-                if resume is not None and event.id <= resume:
+                resyncs = isinstance(event, AccountGap | AccountState)
+                if resume is not None and event.id <= resume and not resyncs:
                     continue  # sent again by a server that resumed too early
                 resume = event.id
                 yield event

@@ -33,7 +33,7 @@ from domino_sdk.account import AccountClient, is_account_token
 from domino_sdk.client import GatewayError, MoveRejected, SeatClient
 from domino_sdk.lobby import Challenge, MatchFinished, SeenAccountEvent
 from domino_sdk.model import MatchEnded, Move, SeenEvent
-from domino_sdk.protocol import EventLine, MoveBody
+from domino_sdk.protocol import EventLine, Gap, MoveBody
 from domino_sdk.session import AccountSession
 from domino_sdk.views import View
 
@@ -170,6 +170,9 @@ class Bot(abc.ABC):
                     self.on_event(line.event, line.id)
                     if isinstance(line.event, MatchEnded):
                         result = line.event
+                    continue
+                if isinstance(line, Gap):  # events lost: the snapshot after it resyncs
+                    log.warning("%s: events %d to %d are lost", where, line.after + 1, line.id)
                     continue
                 view = line.view
                 if view is None:

@@ -24,6 +24,7 @@ from domino_sdk.model import MatchEnded, Move
 from domino_sdk.protocol import (
     CreateBody,
     EventLine,
+    Gap,
     JoinBody,
     Line,
     MoveBody,
@@ -431,4 +432,6 @@ def _ends(line: Line) -> bool:
     """Whether nothing can follow this line: the match is over."""
     if isinstance(line, EventLine):
         return isinstance(line.event, MatchEnded)
+    if isinstance(line, Gap):
+        return False
     return line.view is not None and line.view.phase == "over"

@@ -130,6 +130,15 @@ class AccountState(AccountEvent, frozen=True, tag="state"):
     seeks: tuple[Seek, ...] = ()
 
 
+class AccountGap(AccountEvent, frozen=True, tag="gap"):
+    """The stream was resumed after ``after``, but the account's feed keeps only its latest
+    events: those from ``after`` + 1 to ``oldest`` - 1 (= ``id``) are lost. An AccountState
+    follows, where things stand now, and the stream goes on from it."""
+
+    after: int
+    oldest: int
+
+
 class ChallengeReceived(AccountEvent, frozen=True, tag="challenge"):
     """Another account challenged this one: accept, decline, or let it expire."""
 
@@ -191,6 +200,7 @@ class SeekExpired(AccountEvent, frozen=True, tag="seek_expired"):
 
 AnyAccountEvent = (
     AccountState
+    | AccountGap
     | ChallengeReceived
     | ChallengeAccepted
     | ChallengeDeclined

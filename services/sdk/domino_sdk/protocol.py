@@ -52,7 +52,18 @@ class TurnLine(msgspec.Struct, frozen=True, kw_only=True, tag="turn", tag_field=
     remaining_ms: int | None = None  # the same deadline, as milliseconds left when sent
 
 
-Line = Snapshot | EventLine | TurnLine
+class Gap(msgspec.Struct, frozen=True, kw_only=True, tag="gap", tag_field="type"):
+    """A resumed stream no longer holds what came after ``after``: the lines ``after`` + 1 to
+    ``oldest`` - 1 are lost. What follows resyncs the receiver: on a seat's or the public
+    stream a snapshot, on the account stream a state line, on an arena's the oldest lines
+    kept. ``id`` is ``oldest`` - 1."""
+
+    id: int
+    after: int
+    oldest: int
+
+
+Line = Snapshot | EventLine | TurnLine | Gap
 """Any line of a seat or spectator stream."""
 
 
@@ -72,8 +83,8 @@ class _Tagged(msgspec.Struct, frozen=True):
     type: str
 
 
-_LINE: msgspec.json.Decoder[Snapshot | _EventLineOnWire | TurnLine] = msgspec.json.Decoder(
-    Snapshot | _EventLineOnWire | TurnLine
+_LINE: msgspec.json.Decoder[Snapshot | _EventLineOnWire | TurnLine | Gap] = msgspec.json.Decoder(
+    Snapshot | _EventLineOnWire | TurnLine | Gap
 )
 _EVENT: msgspec.json.Decoder[AnyEvent] = msgspec.json.Decoder(AnyEvent)
 _TAG = msgspec.json.Decoder(_Tagged)

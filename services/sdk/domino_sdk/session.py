@@ -25,6 +25,7 @@ from domino_sdk.account import AccountClient
 from domino_sdk.client import RETRYABLE, GatewayError, MoveRejected
 from domino_sdk.lobby import (
     Account,
+    AccountGap,
     AccountState,
     Challenge,
     ChallengeReceived,
@@ -36,7 +37,7 @@ from domino_sdk.lobby import (
     SeenAccountEvent,
 )
 from domino_sdk.model import MatchEnded, Move, SeenEvent
-from domino_sdk.protocol import EventLine, MoveBody
+from domino_sdk.protocol import EventLine, Gap, MoveBody
 from domino_sdk.views import View
 
 log = logging.getLogger(__name__)
@@ -188,6 +189,8 @@ class AccountSession:
     async def _on_account_event(self, event: SeenAccountEvent) -> None:
         if isinstance(event, AccountState):
             await self._begin(event)
+        elif isinstance(event, AccountGap):  # the AccountState that follows resyncs
+            log.warning("account events %d to %d are lost", event.after + 1, event.id)
         elif isinstance(event, ChallengeReceived):
             await self._consider(event.challenge)
         elif isinstance(event, MatchStarted):
@@ -201,7 +204,11 @@ class AccountSession:
 
     async def _begin(self, state: AccountState) -> None:
         """Where things stood when the session began: matches already live, challenges
-        waiting for an answer, a seek already in the queue."""
+        waiting for an answer, a seek already in the queue. After a gap in the account's
+        events, a match no longer live ended while its end was lost: it is counted live no
+        more (its seats' lines still come on the play stream, up to its end)."""
+        for match_id in [m for m in self.live if m not in state.live]:
+            del self.live[match_id]
         for match_id in state.live:
             self._live(match_id, ())
         self.seeking = next((s for s in state.seeks if s.kind == self.seek_kind), None)
@@ -317,6 +324,8 @@ class AccountSession:
             seat = self.seats[key] = _Seat(wrapped.match_id, wrapped.seat, player)
             seat.task = asyncio.create_task(self._answer(seat))
         line = wrapped.line
+        if isinstance(line, Gap):
+            return  # a seat's line of play never resumes: a fresh snapshot follows anyway
         if isinstance(line, EventLine):
             _hook(seat.player.on_event, line.event, line.id, failed=None)
             if isinstance(line.event, MatchEnded):
