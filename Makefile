@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 BENCH ?= all
 MINUTES ?= 10
 
-.PHONY: install test test-engine test-store test-behaviour test-service test-e2e chaos lint format bench soak demo up lock clean
+.PHONY: install test system-packages test-engine test-store test-behaviour test-service test-e2e chaos lint format bench soak demo up lock clean
 
 install: $(STAMP)
 
@@ -18,11 +18,15 @@ $(STAMP): requirements.lock pyproject.toml services/sdk/pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e ./services/sdk
 	touch $(STAMP)
 
-## Tests, all layers, on TEST_WORKERS processes (2; 1 runs them in this one);
+## Tests, all layers, on TEST_WORKERS processes (2; 1 runs them in this one), after
+## installing the system packages they use (as root with apt; elsewhere it says what to run);
 ## `make test-engine` etc. run one layer.
 TEST_WORKERS ?= 2
-test: $(STAMP)
+test: $(STAMP) system-packages
 	$(BIN)/pytest -q $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS))
+
+system-packages:
+	@bash tests/support/system-packages.sh
 
 test-engine: $(STAMP)
 	$(BIN)/pytest -q -m engine
