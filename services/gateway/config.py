@@ -79,6 +79,19 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
             "past it a new one is answered 503 and closed",
         ),
     ] = 4096
+    # 256 is a sixteenth of the default cap above, under which two hosts could hold every
+    # place: sixteen hosts (or /64s) are needed to fill a process now. It is far above what one
+    # client needs (a browser opens 6 connections to a site; a bot, a stream and one or two for
+    # its moves) and leaves room for many users behind one NAT, or dozens of bots on one host.
+    max_connections_per_address: Annotated[
+        int,
+        Var(
+            "DOMINO_GATEWAY_MAX_CONNECTIONS_PER_ADDRESS",
+            "client connections one gateway process keeps open at once from one peer address "
+            "(an IPv6 one with its /64), streams included; past it a new one is answered 503 "
+            "and closed. Trusted proxies are not counted: they cap their clients themselves",
+        ),
+    ] = 256
     max_body_bytes: Annotated[
         int, Var("DOMINO_GATEWAY_MAX_BODY_BYTES", "larger request bodies are refused (413)")
     ] = 4096
