@@ -904,6 +904,16 @@ class Gateway:
 
         return close
 
+    async def open_public_stream(self, request: Request) -> Callable[[], Awaitable[None]]:
+        """Count a new public stream of the request's client address, with its spectator
+        streams (429 past the limit); return what closes it."""
+        lease = await self.public_streams.acquire(self.redis, request.client)
+
+        async def close() -> None:
+            self.public_streams.release(lease)
+
+        return close
+
     async def rating_of(self, account_id: str, family: str) -> float:
         """The account's rating (ordinal) in a family; 0 for one not rated yet."""
         await self.standings(RATINGS_FRESH_S)

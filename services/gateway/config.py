@@ -161,7 +161,7 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
         int,
         Var(
             "DOMINO_GATEWAY_STREAMS_PER_CLIENT",
-            "spectator streams open at once per client address",
+            "spectator streams (of a match, of an arena) open at once per client address",
         ),
     ] = 64
     stream_lease_s: Annotated[

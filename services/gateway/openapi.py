@@ -1157,6 +1157,7 @@ def _player_paths() -> dict[str, Any]:
                     "400": bad_resume,
                     "404": no_arena,
                     "422": bad_format,
+                    "429": _limited("streams_per_client", 1.0),
                     "503": _UNAVAILABLE,
                 },
             }

@@ -120,6 +120,7 @@ class Host(Protocol):
     async def rating_of(self, account_id: str, family: str) -> float: ...
     async def seats_of(self, account: Account, match_id: str) -> list[int]: ...
     async def open_account_stream(self, account: Account) -> Callable[[], Awaitable[None]]: ...
+    async def open_public_stream(self, request: Request) -> Callable[[], Awaitable[None]]: ...
     async def start_for(
         self,
         rules: Rules,
@@ -398,11 +399,12 @@ class Players:
 
     async def arena_stream(self, request: Request) -> LiveResponse:
         """GET /arenas/{id}/stream: what happens in the arena, standings after every result;
-        resumable after a line id."""
+        resumable after a line id. It counts against its client address's public streams."""
         arena = await self._arena(request)
         after = self.gw.resume_point(request) or 0
         sse = self.gw.wants_sse(request)
         arenas = self.gw.arenas
+        close = await self.gw.open_public_stream(request)
 
         async def lines() -> AsyncIterator[bytes]:
             seen = after
@@ -417,10 +419,7 @@ class Players:
                     await asyncio.sleep(POLL_S)
                     yield b""
 
-        async def nothing() -> None:
-            return None
-
-        return LiveResponse(lines(), sse, self.gw.config.keepalive_s, nothing, "public")
+        return LiveResponse(lines(), sse, self.gw.config.keepalive_s, close, "public")
 
     # -- streams -------------------------------------------------------------------------------
 
