@@ -143,6 +143,23 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
             "unknown tokens a client address may present at once before the rate applies",
         ),
     ] = 20
+    # The operator presents one token, kept in a secret store: a wrong one is a slip or a
+    # guess. A few slips pass at once; guesses come three a minute.
+    operator_failures_per_s: Annotated[
+        float,
+        Var(
+            "DOMINO_GATEWAY_OPERATOR_FAILURES_PER_S",
+            "wrong operator tokens a client address may present per second, sustained; past "
+            "it its operator calls get 429 before the token is compared",
+        ),
+    ] = 0.05
+    operator_failure_burst: Annotated[
+        int,
+        Var(
+            "DOMINO_GATEWAY_OPERATOR_FAILURE_BURST",
+            "wrong operator tokens a client address may present at once before the rate applies",
+        ),
+    ] = 10
     streams_per_token: Annotated[
         int,
         Var(

@@ -109,7 +109,7 @@ class Host(Protocol):
     async def account(self, request: Request) -> Account: ...
     def forget_token(self, request: Request) -> None: ...
     async def lobby_write(self, request: Request) -> None: ...
-    def operator(self, request: Request) -> None: ...
+    async def operator(self, request: Request) -> None: ...
     async def under_cap(self, account: Account) -> None: ...
     async def check_pools(self, seats: Sequence[str | None]) -> None: ...
     def rules_of(self, body: RulesBody, players: int) -> Rules: ...
@@ -194,7 +194,7 @@ class Players:
     async def ban(self, request: Request) -> Response:
         """POST /accounts/{name}/ban (operator): the account can do nothing more; its seeks
         leave the queue. Its matches go on and time out."""
-        self.gw.operator(request)
+        await self.gw.operator(request)
         account = await self.gw.accounts.ban((await self._named(request)).id)
         for seek in await self.gw.seeks.mine(account):
             await self.gw.seeks.take([seek])
@@ -203,14 +203,14 @@ class Players:
 
     async def unban(self, request: Request) -> Response:
         """POST /accounts/{name}/unban (operator)."""
-        self.gw.operator(request)
+        await self.gw.operator(request)
         account = await self.gw.accounts.ban((await self._named(request)).id, banned=False)
         log.warning("account unbanned", account=account.id)
         return Response.json({"account": account.public()})
 
     async def issue(self, request: Request) -> Response:
         """POST /accounts/{name}/token (operator): a new token for an account, shown once."""
-        self.gw.operator(request)
+        await self.gw.operator(request)
         account = await self._named(request)
         token = await self.gw.accounts.rotate(account.id)
         log.warning("account token issued by the operator", account=account.id)
@@ -328,7 +328,7 @@ class Players:
 
     async def create_arena(self, request: Request) -> Response:
         """POST /arenas (operator): a new arena, open for entrants."""
-        self.gw.operator(request)
+        await self.gw.operator(request)
         body = decode_body(await request.json_body(self.gw.config.max_body_bytes), _ARENA, "arena")
         fmt = _FORMATS.get(body.format)
         if fmt is None:
@@ -369,7 +369,7 @@ class Players:
         {"pool"}, a house bot pool."""
         raw = await request.json_body(self.gw.config.max_body_bytes)
         if raw.strip():
-            self.gw.operator(request)
+            await self.gw.operator(request)
             pool = decode_body(raw, _ENTRANT, "entrant").pool
             await self.gw.check_pools([pool])
             key, name = f"house:{pool}", pool
@@ -387,7 +387,7 @@ class Players:
 
     async def start_arena(self, request: Request) -> Response:
         """POST /arenas/{id}/start (operator): its matches begin."""
-        self.gw.operator(request)
+        await self.gw.operator(request)
         return await self._arena_change(self.gw.arenas.start(request.params["arena_id"]))
 
     async def _arena_change(self, change: Awaitable[Arena]) -> Response:

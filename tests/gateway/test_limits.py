@@ -37,6 +37,8 @@ LIMITS = {  # next to nothing refills while a test runs: each count is exact
     "DOMINO_GATEWAY_REJECTED_MOVE_BURST": "3",
     "DOMINO_GATEWAY_AUTH_FAILURES_PER_S": "0.001",
     "DOMINO_GATEWAY_AUTH_FAILURE_BURST": "5",
+    "DOMINO_GATEWAY_OPERATOR_FAILURES_PER_S": "0.001",
+    "DOMINO_GATEWAY_OPERATOR_FAILURE_BURST": "4",
     "DOMINO_GATEWAY_OPEN_MATCHES_PER_CLIENT": "3",
     "DOMINO_GATEWAY_WAITING_SEATS_PER_CLIENT": "4",
     "DOMINO_GATEWAY_LOBBY_PER_S": "100",
@@ -413,3 +415,36 @@ def test_an_address_may_hold_three_public_streams_arenas_and_matches_alike(pair:
             pytest.fail("a closed arena stream never freed its place")
 
     asyncio.run(scenario())
+
+
+def test_wrong_operator_tokens_from_one_address_get_429_before_the_token_is_compared(
+    pair: Pair,
+) -> None:
+    """Four wrong operator tokens from an address, on any operator call and either gateway,
+    then 429 — even with the right token; the operator elsewhere is served, and another
+    address's wrong token is still a 403."""
+    with client(fresh_address()) as maker:
+        r = create(maker, pair.a, [None, None])
+        assert r.status_code == 201, r.text
+    waiting = r.json()["match"]["match_id"]
+    calls = [
+        ("POST", f"{pair.a}{API}/arenas", {"name": "guessed"}),
+        ("GET", f"{pair.b}/metrics", None),
+        ("POST", f"{pair.a}{API}/accounts/nobody/ban", None),
+        ("DELETE", f"{pair.b}{API}/matches/{waiting}", None),  # the creator's or the operator's
+    ]
+    with client(fresh_address()) as guesser:
+        for i, (method, url, body) in enumerate(calls):
+            auth = {"authorization": f"Bearer guess-{i}"}
+            r = guesser.request(method, url, json=body, headers=auth)
+            assert r.status_code == 403, r.text
+            assert r.json()["error"] in ("not_operator", "not_creator"), r.text
+        for method, url, body in calls:
+            r = guesser.request(method, url, json=body, headers={"authorization": "Bearer guess"})
+            limited(r, "operator_failures", 4)
+        right = {"authorization": f"Bearer {OPERATOR}"}
+        limited(guesser.get(f"{pair.a}/metrics", headers=right), "operator_failures", 4)
+    with client(fresh_address()) as operator:
+        assert operator.get(f"{pair.b}/metrics", headers=right).status_code == 200
+        wrong = operator.get(f"{pair.b}/metrics", headers={"authorization": "Bearer guess"})
+        assert wrong.status_code == 403
