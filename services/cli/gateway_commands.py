@@ -22,7 +22,7 @@ def cmd_gateway(args: argparse.Namespace) -> int:
     from services.config import ConfigError, Settings
     from services.gateway.app import create_app
     from services.gateway.config import GatewayConfigError, GatewaySettings
-    from services.gateway.connections import Limits, ensure_files, protocol_with
+    from services.gateway.connections import Limits, Proxies, ensure_files, protocol_with
     from services.logs import configure
     from services.redis.apps import tune_gc
 
@@ -43,7 +43,14 @@ def cmd_gateway(args: argparse.Namespace) -> int:
         raise CliError(str(e)) from None
     tune_gc()  # as every other service: many small objects per request, few that live on
     ensure_files(config.max_connections)
-    limits = Limits(config.idle_s, config.head_s, config.body_s, config.max_connections)
+    limits = Limits(
+        config.idle_s,
+        config.head_s,
+        config.body_s,
+        config.max_connections,
+        config.max_connections_per_address,
+        Proxies.of(config.trusted_proxies),
+    )
     uvicorn.run(
         app,
         host=host,

@@ -184,6 +184,9 @@ class Gateway:
         self.auth_failures = RateLimit(
             "auth_failures", config.auth_failures_per_s, config.auth_failure_burst, topo
         )
+        self.operator_failures = RateLimit(
+            "operator_failures", config.operator_failures_per_s, config.operator_failure_burst, topo
+        )
         self.lobby_writes = RateLimit(
             "lobby_per_second", config.lobby_per_s, config.lobby_burst, topo
         )
@@ -504,12 +507,20 @@ class Gateway:
             return None
         return await self.account(request)
 
-    def operator(self, request: Request) -> None:
-        """Refuse (403) unless the request bears the operator's token."""
+    async def operator(self, request: Request) -> None:
+        """Refuse (403) unless the request bears the operator's token, and count the wrong
+        token against the client's address (429 over its budget: see :meth:`_is_operator`)."""
         token = _bearer(request, "the operator token")
-        expected = self.config.operator_token
-        if not expected or not secrets.compare_digest(digest(token), digest(expected)):
+        if not await self._is_operator(request, token):
+            await self.operator_failures.count(self.redis, request.client)
             raise ApiError(403, "not_operator", "only the operator may do this")
+
+    async def _is_operator(self, request: Request, token: str) -> bool:
+        """Whether ``token`` is the operator's; raises LimitExceeded (429), before comparing
+        it, while the request's client address is over its wrong operator tokens."""
+        await self.operator_failures.check(self.redis, request.client)  # guessing waits
+        expected = self.config.operator_token
+        return bool(expected) and secrets.compare_digest(digest(token), digest(expected))
 
     async def _token(self, request: Request) -> tuple[str, tuple[str, int]]:
         token = _bearer(request)
@@ -930,6 +941,16 @@ class Gateway:
 
         return close
 
+    async def open_public_stream(self, request: Request) -> Callable[[], Awaitable[None]]:
+        """Count a new public stream of the request's client address, with its spectator
+        streams (429 past the limit); return what closes it."""
+        lease = await self.public_streams.acquire(self.redis, request.client)
+
+        async def close() -> None:
+            self.public_streams.release(lease)
+
+        return close
+
     async def rating_of(self, account_id: str, family: str) -> float:
         """The account's rating (ordinal) in a family; 0 for one not rated yet."""
         await self.standings(RATINGS_FRESH_S)
@@ -959,18 +980,19 @@ class Gateway:
         operator); the operator may also end a live match, unrated."""
         match_id = self._match_id(request)
         token = _bearer(request, "the creator's account or owner token")
-        is_operator = bool(self.config.operator_token) and secrets.compare_digest(
-            digest(token), digest(self.config.operator_token)
-        )
+        is_operator = await self._is_operator(request, token)
         waiting = await self.lobby.get(match_id)
         if not is_operator:
+            # a refusal the operator's token would have passed counts as a wrong one of it
             if waiting is None:
+                await self.operator_failures.count(self.redis, request.client)
                 raise ApiError(404, "no_match", f"no match {match_id!r} in the lobby")
             if is_account_token(token):
                 mine = (await self._account_of(token, request.client)).id == waiting.creator
             else:
                 mine = waiting.creator == f"owner:{token_hash(token)}"
             if not mine:
+                await self.operator_failures.count(self.redis, request.client)
                 raise ApiError(403, "not_creator", "only the match's creator may cancel it")
         if waiting is not None:
             cancelled = await self.lobby.cancel(match_id)
@@ -1390,7 +1412,7 @@ class Gateway:
     async def metrics(self, request: Request) -> Response:
         """GET /metrics: the gateway's metrics in Prometheus's text format, for the operator's
         token only (the metrics port, when set, serves them without one, to its own network)."""
-        self.operator(request)
+        await self.operator(request)
         body, content_type = exposition()
         return Response(200, body, [(b"content-type", content_type.encode())])
 

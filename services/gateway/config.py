@@ -79,6 +79,19 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
             "past it a new one is answered 503 and closed",
         ),
     ] = 4096
+    # 256 is a sixteenth of the default cap above, under which two hosts could hold every
+    # place: sixteen hosts (or /64s) are needed to fill a process now. It is far above what one
+    # client needs (a browser opens 6 connections to a site; a bot, a stream and one or two for
+    # its moves) and leaves room for many users behind one NAT, or dozens of bots on one host.
+    max_connections_per_address: Annotated[
+        int,
+        Var(
+            "DOMINO_GATEWAY_MAX_CONNECTIONS_PER_ADDRESS",
+            "client connections one gateway process keeps open at once from one peer address "
+            "(an IPv6 one with its /64), streams included; past it a new one is answered 503 "
+            "and closed. Trusted proxies are not counted: they cap their clients themselves",
+        ),
+    ] = 256
     max_body_bytes: Annotated[
         int, Var("DOMINO_GATEWAY_MAX_BODY_BYTES", "larger request bodies are refused (413)")
     ] = 4096
@@ -130,6 +143,23 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
             "unknown tokens a client address may present at once before the rate applies",
         ),
     ] = 20
+    # The operator presents one token, kept in a secret store: a wrong one is a slip or a
+    # guess. A few slips pass at once; guesses come three a minute.
+    operator_failures_per_s: Annotated[
+        float,
+        Var(
+            "DOMINO_GATEWAY_OPERATOR_FAILURES_PER_S",
+            "wrong operator tokens a client address may present per second, sustained; past "
+            "it its operator calls get 429 before the token is compared",
+        ),
+    ] = 0.05
+    operator_failure_burst: Annotated[
+        int,
+        Var(
+            "DOMINO_GATEWAY_OPERATOR_FAILURE_BURST",
+            "wrong operator tokens a client address may present at once before the rate applies",
+        ),
+    ] = 10
     streams_per_token: Annotated[
         int,
         Var(
@@ -148,7 +178,7 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
         int,
         Var(
             "DOMINO_GATEWAY_STREAMS_PER_CLIENT",
-            "spectator streams open at once per client address",
+            "spectator streams (of a match, of an arena) open at once per client address",
         ),
     ] = 64
     stream_lease_s: Annotated[

@@ -18,7 +18,15 @@ request's head has arrived: the connection itself is accepted and held.
   bound on a URL or on headers, which would grow in memory as fast as a client sends them;
 - a request's body must be complete ``body_s`` after its head (the connection is closed);
 - past ``max_connections`` open at once, a new connection is answered 503 (``Retry-After``)
-  as soon as it speaks, and closed; one that does not speak is closed after a second.
+  as soon as it speaks, and closed; one that does not speak is closed after a second;
+- so is a new connection from a client address that has ``per_address`` open already, so
+  that a few hosts cannot take every place: an IPv4 address counts alone, an IPv6 address
+  with its whole /64 (the block one host or one site is given, which it may roam freely).
+
+The address is the connection's peer: the connection is accepted before any request names a
+client. A trusted reverse proxy (``DOMINO_GATEWAY_TRUSTED_PROXIES``) is the peer of all its
+clients' connections, pooled and reused across them, so it is not counted per address: the
+proxy caps its clients' connections itself (``deploy/nginx/``: ``limit_conn``).
 
 None of these deadlines runs while a response is being written: a stream (NDJSON, SSE) that
 has started lives as long as its match, however long its silences.
@@ -27,9 +35,11 @@ has started lives as long as its match, however long its silences.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import resource
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import structlog
 from uvicorn.config import Config
@@ -58,6 +68,10 @@ _REFUSED_BODY = (
     b'{"error":"too_many_connections","message":"the gateway has as many connections open as '
     b'it takes; retry"}'
 )
+_REFUSED_ADDRESS_BODY = (
+    b'{"error":"too_many_connections_from_address","message":"this client address has as many '
+    b'connections open as the gateway takes from one; close one, or retry"}'
+)
 _TIMED_OUT = (
     b"HTTP/1.1 408 Request Timeout\r\n"
     b"content-type: application/json\r\n"
@@ -78,28 +92,102 @@ _TOO_LARGE_BODY = (
 )
 _CLOSED = {
     reason: GATEWAY_CONNECTIONS_CLOSED.labels(reason)
-    for reason in ("idle", "head_timeout", "head_too_large", "body_timeout", "over_cap")
+    for reason in (
+        "idle",
+        "head_timeout",
+        "head_too_large",
+        "body_timeout",
+        "over_cap",
+        "over_address_cap",
+    )
 }
+_Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def address_group(host: str) -> str:
+    """What a peer's address counts as: an IPv4 address itself (an IPv4-mapped IPv6 address
+    too), an IPv6 address its /64 (``2001:db8:1:2::/64``); anything else as it is."""
+    try:
+        ip = ipaddress.ip_address(host.partition("%")[0])  # without an IPv6 zone
+    except ValueError:
+        return host
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
+
+
+@dataclass(frozen=True, slots=True)
+class Proxies:
+    """The peers named in ``DOMINO_GATEWAY_TRUSTED_PROXIES``: every one (``*``), or these
+    addresses and networks (a name that is neither, such as a Unix socket's, matches none)."""
+
+    every: bool = False
+    networks: tuple[_Network, ...] = ()
+
+    @classmethod
+    def of(cls, listed: str) -> Proxies:
+        """The proxies of a comma-separated list, as the setting holds them."""
+        items = [item.strip() for item in listed.split(",") if item.strip()]
+        networks = []
+        for item in items:
+            try:
+                networks.append(ipaddress.ip_network(item, strict=False))
+            except ValueError:
+                continue
+        return cls(every="*" in items, networks=tuple(networks))
+
+    def __contains__(self, host: str) -> bool:
+        if self.every:
+            return True
+        try:
+            ip = ipaddress.ip_address(host.partition("%")[0])
+        except ValueError:
+            return False
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        return any(ip in network for network in self.networks)
 
 
 class Limits:
-    """The deadlines and the cap every connection of one gateway process is held to."""
+    """The deadlines and the caps every connection of one gateway process is held to."""
 
-    __slots__ = ("body_s", "head_s", "idle_s", "max_connections")
+    __slots__ = ("body_s", "head_s", "idle_s", "max_connections", "per_address", "proxies")
 
-    def __init__(self, idle_s: float, head_s: float, body_s: float, max_connections: int):
+    def __init__(
+        self,
+        idle_s: float,
+        head_s: float,
+        body_s: float,
+        max_connections: int,
+        per_address: int,
+        proxies: Proxies,
+    ):
         self.idle_s = idle_s
         self.head_s = head_s
         self.body_s = body_s
         self.max_connections = max_connections
+        self.per_address = per_address  # connections open at once from one client address
+        self.proxies = proxies  # peers not counted per address
 
 
 class GuardedHttp(HttpToolsProtocol):
     """uvicorn's httptools protocol, with the deadlines and the cap of :class:`Limits` (the
     module's docstring says what each adds to uvicorn's own)."""
 
-    limits = Limits(idle_s=20.0, head_s=10.0, body_s=10.0, max_connections=4096)
+    limits = Limits(
+        idle_s=20.0,
+        head_s=10.0,
+        body_s=10.0,
+        max_connections=4096,
+        per_address=256,
+        proxies=Proxies(),
+    )
     """Set on a subclass made by :func:`protocol_with`: one per server."""
+    by_address: ClassVar[dict[str, int]] = {}
+    """The connections open from each client address (:func:`address_group`), none at 0: one
+    per server, set on the subclass as :attr:`limits` is."""
 
     def __init__(
         self,
@@ -113,39 +201,64 @@ class GuardedHttp(HttpToolsProtocol):
         # it only hands it to call_later)
         self.timeout_keep_alive = self.limits.idle_s  # type: ignore[assignment]
         self._deadline: asyncio.TimerHandle | None = None
-        self._refused = False
+        self._refused: bytes | None = None  # the 503's body, for a connection over a cap
+        self._address: str | None = None  # what it counts against, once taken
         self._head_bytes: int | None = None  # read of the head under way; None: no head
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        """Take a new connection, or refuse it past the cap; either way it must speak soon."""
+        """Take a new connection, or refuse it past its address's cap or the process's; either
+        way it must speak soon."""
+        address = self._counted_as(transport.get_extra_info("peername"))
+        if address is not None and self.by_address.get(address, 0) >= self.limits.per_address:
+            self._refuse(transport, "over_address_cap", _REFUSED_ADDRESS_BODY)
+            return
         if len(self.connections) >= self.limits.max_connections:
-            self._refused = True
-            self.transport = transport
-            _CLOSED["over_cap"].inc()
-            self._deadline = self.loop.call_later(REFUSED_GRACE_S, transport.close)
+            self._refuse(transport, "over_cap", _REFUSED_BODY)
             return
         super().connection_made(transport)
         GATEWAY_CONNECTIONS.inc()
+        if address is not None:
+            self._address = address
+            self.by_address[address] = self.by_address.get(address, 0) + 1
         # uvicorn arms its keep-alive timer only after a response: a silent new connection
         # would never be closed
         self.timeout_keep_alive_task = self.loop.call_later(
             self.limits.idle_s, self.timeout_keep_alive_handler
         )
 
+    def _counted_as(self, peer: Any) -> str | None:
+        """The client address a connection from ``peer`` counts against; None for a trusted
+        proxy or a peer with no address (a Unix socket)."""
+        if not isinstance(peer, tuple) or not peer:
+            return None
+        host = str(peer[0])
+        return None if host in self.limits.proxies else address_group(host)
+
+    def _refuse(self, transport: asyncio.Transport, reason: str, body: bytes) -> None:
+        self._refused = body
+        self.transport = transport
+        _CLOSED[reason].inc()
+        self._deadline = self.loop.call_later(REFUSED_GRACE_S, transport.close)
+
     def connection_lost(self, exc: Exception | None) -> None:
-        """The connection is gone: no deadline of it is left to fire."""
+        """The connection is gone: no deadline of it is left to fire, and its place is free."""
         self._cancel_deadline()
-        if self._refused:
+        if self._refused is not None:
             return
         GATEWAY_CONNECTIONS.dec()
+        if self._address is not None:
+            left = self.by_address.pop(self._address) - 1
+            if left:
+                self.by_address[self._address] = left
+            self._address = None
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        """Bytes from the client; one over the cap is answered 503 and closed."""
-        if self._refused:
+        """Bytes from the client; one over a cap is answered 503 and closed."""
+        if self._refused is not None:
             self._cancel_deadline()
             if not self.transport.is_closing():
-                self.transport.write(_REFUSED % len(_REFUSED_BODY) + _REFUSED_BODY)
+                self.transport.write(_REFUSED % len(self._refused) + self._refused)
                 self.transport.close()
             return
         super().data_received(data)
@@ -225,8 +338,9 @@ def _client(client: tuple[str, int] | None) -> str:
 
 
 def protocol_with(limits: Limits) -> type[GuardedHttp]:
-    """The protocol class for a server whose connections are held to ``limits``."""
-    return type("GatewayHttp", (GuardedHttp,), {"limits": limits})
+    """The protocol class for a server whose connections are held to ``limits``, counting
+    its connections per address afresh."""
+    return type("GatewayHttp", (GuardedHttp,), {"limits": limits, "by_address": {}})
 
 
 def ensure_files(max_connections: int) -> None:

@@ -206,6 +206,7 @@ _BANNED = _error("the account is banned", "account_banned")
 _NO_OPERATOR = _error("no token", "unauthorized")
 _NOT_OPERATOR = _error("not the operator's token", "not_operator")
 _GUESSING = _limited("auth_failures", 5.0)  # too many unknown tokens from this address
+_OPERATOR_GUESSING = _limited("operator_failures", 20.0)  # too many wrong operator tokens
 
 
 def _path(name: str, description: str) -> dict[str, Any]:
@@ -436,7 +437,7 @@ def _paths() -> dict[str, Any]:
                         "resign or abort), or the referee refused the operator's cancel",
                         "match_started",
                     ),
-                    "429": _GUESSING,
+                    "429": _limited("auth_failures", 5.0, "operator_failures"),
                     "503": _UNAVAILABLE,
                 },
             },
@@ -709,6 +710,7 @@ def _paths() -> dict[str, Any]:
                     },
                     "401": _NO_OPERATOR,
                     "403": _NOT_OPERATOR,
+                    "429": _OPERATOR_GUESSING,
                 },
             }
         },
@@ -723,8 +725,14 @@ def _as_account(answers: dict[str, Any]) -> dict[str, Any]:
 
 
 def _as_operator(answers: dict[str, Any]) -> dict[str, Any]:
-    """The answers of an operator's call: ``answers`` by status, over 401, 403 and 503."""
-    own = {"401": _NO_OPERATOR, "403": _NOT_OPERATOR, "503": _UNAVAILABLE}
+    """The answers of an operator's call: ``answers`` by status, over 401, 403, 429 (too
+    many wrong operator tokens from the address) and 503."""
+    own = {
+        "401": _NO_OPERATOR,
+        "403": _NOT_OPERATOR,
+        "429": _OPERATOR_GUESSING,
+        "503": _UNAVAILABLE,
+    }
     return dict(sorted({**own, **answers}.items()))
 
 
@@ -1106,7 +1114,7 @@ def _player_paths() -> dict[str, Any]:
                         "unknown_pool",
                         "bad_entrant",
                     ),
-                    "429": _GUESSING,
+                    "429": _limited("auth_failures", 5.0, "operator_failures"),
                     "503": busy,
                 },
             }
@@ -1163,6 +1171,7 @@ def _player_paths() -> dict[str, Any]:
                     "400": bad_resume,
                     "404": no_arena,
                     "422": bad_format,
+                    "429": _limited("streams_per_client", 1.0),
                     "503": _UNAVAILABLE,
                 },
             }

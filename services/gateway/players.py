@@ -113,7 +113,7 @@ class Host(Protocol):
     def account_credential(self, request: Request, account: Account) -> Credential: ...
     def forget_token(self, request: Request) -> None: ...
     async def lobby_write(self, request: Request) -> None: ...
-    def operator(self, request: Request) -> None: ...
+    async def operator(self, request: Request) -> None: ...
     async def under_cap(self, account: Account) -> None: ...
     async def check_pools(self, seats: Sequence[str | None]) -> None: ...
     def rules_of(self, body: RulesBody, players: int) -> Rules: ...
@@ -124,6 +124,7 @@ class Host(Protocol):
     async def rating_of(self, account_id: str, family: str) -> float: ...
     async def seats_of(self, account: Account, match_id: str) -> list[int]: ...
     async def open_account_stream(self, account: Account) -> Callable[[], Awaitable[None]]: ...
+    async def open_public_stream(self, request: Request) -> Callable[[], Awaitable[None]]: ...
     async def start_for(
         self,
         rules: Rules,
@@ -197,7 +198,7 @@ class Players:
     async def ban(self, request: Request) -> Response:
         """POST /accounts/{name}/ban (operator): the account can do nothing more; its seeks
         leave the queue. Its matches go on and time out."""
-        self.gw.operator(request)
+        await self.gw.operator(request)
         account = await self.gw.accounts.ban((await self._named(request)).id)
         for seek in await self.gw.seeks.mine(account):
             await self.gw.seeks.take([seek])
@@ -206,14 +207,14 @@ class Players:
 
     async def unban(self, request: Request) -> Response:
         """POST /accounts/{name}/unban (operator)."""
-        self.gw.operator(request)
+        await self.gw.operator(request)
         account = await self.gw.accounts.ban((await self._named(request)).id, banned=False)
         log.warning("account unbanned", account=account.id)
         return Response.json({"account": account.public()})
 
     async def issue(self, request: Request) -> Response:
         """POST /accounts/{name}/token (operator): a new token for an account, shown once."""
-        self.gw.operator(request)
+        await self.gw.operator(request)
         account = await self._named(request)
         token = await self.gw.accounts.rotate(account.id, "token_reissued")
         log.warning("account token issued by the operator", account=account.id)
@@ -331,7 +332,7 @@ class Players:
 
     async def create_arena(self, request: Request) -> Response:
         """POST /arenas (operator): a new arena, open for entrants."""
-        self.gw.operator(request)
+        await self.gw.operator(request)
         body = decode_body(await request.json_body(self.gw.config.max_body_bytes), _ARENA, "arena")
         fmt = _FORMATS.get(body.format)
         if fmt is None:
@@ -372,7 +373,7 @@ class Players:
         {"pool"}, a house bot pool."""
         raw = await request.json_body(self.gw.config.max_body_bytes)
         if raw.strip():
-            self.gw.operator(request)
+            await self.gw.operator(request)
             pool = decode_body(raw, _ENTRANT, "entrant").pool
             await self.gw.check_pools([pool])
             key, name = f"house:{pool}", pool
@@ -390,7 +391,7 @@ class Players:
 
     async def start_arena(self, request: Request) -> Response:
         """POST /arenas/{id}/start (operator): its matches begin."""
-        self.gw.operator(request)
+        await self.gw.operator(request)
         return await self._arena_change(self.gw.arenas.start(request.params["arena_id"]))
 
     async def _arena_change(self, change: Awaitable[Arena]) -> Response:
@@ -402,11 +403,12 @@ class Players:
 
     async def arena_stream(self, request: Request) -> LiveResponse:
         """GET /arenas/{id}/stream: what happens in the arena, standings after every result;
-        resumable after a line id."""
+        resumable after a line id. It counts against its client address's public streams."""
         arena = await self._arena(request)
         after = self.gw.resume_point(request) or 0
         sse = self.gw.wants_sse(request)
         arenas = self.gw.arenas
+        close = await self.gw.open_public_stream(request)
 
         async def lines() -> AsyncIterator[bytes]:
             seen = after
@@ -423,10 +425,7 @@ class Players:
                     await asyncio.sleep(POLL_S)
                     yield b""
 
-        async def nothing() -> None:
-            return None
-
-        return LiveResponse(lines(), sse, self.gw.config.keepalive_s, nothing, "public")
+        return LiveResponse(lines(), sse, self.gw.config.keepalive_s, close, "public")
 
     # -- streams -------------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """The gateway's connections on a real gateway process: silent ones are closed, a request's head
-or body that trickles in is cut at its deadline, a cap on connections answers 503 past it, and
-none of this cuts a stream, however long it is silent.
+or body that trickles in is cut at its deadline, a cap on connections answers 503 past it, so
+does a cap per client address, and none of this cuts a stream, however long it is silent.
 
 uvicorn alone closes none of these (services/gateway/connections.py says what it does and does
 not do); each test here fails against it.
@@ -17,6 +17,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from services.gateway.connections import Proxies, address_group
 from tests.gateway.conftest import PLAY_LIMITS, Gateways, create, free_port
 
 pytestmark = [pytest.mark.service, pytest.mark.one_topology]
@@ -55,14 +56,40 @@ def capped(gateways: Gateways) -> Iterator[str]:
         yield url
 
 
+PER_ADDRESS = 4
+"""The cap per client address of the gateway below; its cap on all connections is three times
+as many."""
+PROXY = "127.0.0.4"
+"""The trusted proxy of the gateway below."""
+
+
+@pytest.fixture(scope="module")
+def per_address(gateways: Gateways) -> Iterator[str]:
+    """A gateway that keeps at most four connections open per client address and twelve in
+    all, whose silent connections stay open 30 s (as long as any test here holds them), and
+    that trusts a proxy at 127.0.0.4."""
+    env = edge_env(
+        DOMINO_GATEWAY_IDLE_S="30",
+        DOMINO_GATEWAY_MAX_CONNECTIONS=str(3 * PER_ADDRESS),
+        DOMINO_GATEWAY_MAX_CONNECTIONS_PER_ADDRESS=str(PER_ADDRESS),
+        DOMINO_GATEWAY_TRUSTED_PROXIES=PROXY,
+    )
+    with gateways.spawned("gateway-per-address", free_port(), env) as url:
+        yield url
+
+
 def address(url: str) -> tuple[str, int]:
     host, port = url.removeprefix("http://").split(":")
     return host, int(port)
 
 
 @contextlib.contextmanager
-def sockets(url: str, n: int) -> Iterator[list[socket.socket]]:
-    opened = [socket.create_connection(address(url), timeout=5.0) for _ in range(n)]
+def sockets(url: str, n: int, source: str = "127.0.0.1") -> Iterator[list[socket.socket]]:
+    """``n`` connections to the gateway at ``url``, from the loopback address ``source``."""
+    opened = [
+        socket.create_connection(address(url), timeout=5.0, source_address=(source, 0))
+        for _ in range(n)
+    ]
     try:
         yield opened
     finally:
@@ -211,3 +238,106 @@ def test_a_request_head_over_its_size_is_refused_431_and_closed(edged: str) -> N
 def test_a_long_url_within_the_head_size_is_answered(edged: str) -> None:
     r = httpx.get(f"{edged}/api/v1/matches/{'m' * 20_000}")
     assert r.status_code == 404  # not 431: a head of 20 KB is allowed
+
+
+def health(url: str, source: str) -> httpx.Response:
+    """GET /healthz from the loopback address ``source``, on a connection of its own."""
+    transport = httpx.HTTPTransport(local_address=source)
+    with httpx.Client(transport=transport, timeout=10) as http:
+        return http.get(f"{url}/healthz")
+
+
+def ask(opened: list[socket.socket]) -> None:
+    """Send GET /healthz on each connection (one the gateway closed already takes it too)."""
+    for s in opened:
+        with contextlib.suppress(OSError):
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+
+
+def answers(opened: list[socket.socket]) -> list[bytes]:
+    """What each connection answered, read until it closed or went quiet for half a second
+    (b"" from one the gateway had closed before it was asked)."""
+    got = []
+    for s in opened:
+        try:
+            got.append(closed_within(s, 0.5)[1])
+        except OSError:
+            got.append(b"")
+    return got
+
+
+def test_one_host_holding_idle_connections_past_its_cap_leaves_room_for_others(
+    per_address: str,
+) -> None:
+    """Twenty silent connections from 127.0.0.2 (the whole gateway's cap is twelve): four are
+    kept, the rest refused, and another host is still answered."""
+    with sockets(per_address, 20, source="127.0.0.2") as held:
+        ask(held)  # at once: a refused connection is closed after a second of silence
+        for _ in range(3):
+            assert health(per_address, "127.0.0.3").status_code == 200
+        got = answers(held)
+        served = [a for a in got if a.startswith(b"HTTP/1.1 200")]
+        refused = [a for a in got if not a.startswith(b"HTTP/1.1 200")]
+        assert len(served) == PER_ADDRESS, [a[:40] for a in got]
+        # a refused connection that speaks within its second of grace is told why
+        for answer in refused:
+            if answer:
+                assert answer.startswith(b"HTTP/1.1 503"), answer[:200]
+                assert b"too_many_connections_from_address" in answer
+                assert b"retry-after: 1" in answer.lower()
+        assert any(refused), "no refused connection was answered 503"
+        r = health(per_address, "127.0.0.2")
+        assert r.status_code == 503
+        assert r.json()["error"] == "too_many_connections_from_address"
+        assert r.headers["retry-after"] == "1"
+        assert health(per_address, "127.0.0.3").status_code == 200
+    # the address's connections closed, it has its places back
+    deadline = time.monotonic() + SLACK_S
+    while health(per_address, "127.0.0.2").status_code != 200:
+        assert time.monotonic() < deadline, "closed connections did not free their address's places"
+        time.sleep(0.1)
+
+
+def test_the_cap_per_address_counts_connections_open_at_once_not_connections_made(
+    per_address: str,
+) -> None:
+    """Many short requests from one address, one connection after another, are all answered."""
+    for _ in range(3 * PER_ADDRESS):
+        assert health(per_address, "127.0.0.5").status_code == 200
+
+
+def test_a_trusted_proxy_is_not_held_to_the_cap_per_address(per_address: str) -> None:
+    """The proxy's connections carry many clients: it caps them itself."""
+    with sockets(per_address, 2 * PER_ADDRESS, source=PROXY) as through_proxy:
+        ask(through_proxy)
+        got = answers(through_proxy)
+    assert all(a.startswith(b"HTTP/1.1 200") for a in got), [a[:40] for a in got]
+
+
+@pytest.mark.parametrize(
+    ("peer", "counted_as"),
+    [
+        ("203.0.113.7", "203.0.113.7"),
+        ("2001:db8:1:2:aaaa:bbbb:cccc:dddd", "2001:db8:1:2::/64"),
+        ("2001:db8:1:2::1", "2001:db8:1:2::/64"),
+        ("2001:db8:1:3::1", "2001:db8:1:3::/64"),
+        ("fe80::1%eth0", "fe80::/64"),
+        ("::ffff:203.0.113.7", "203.0.113.7"),
+        ("not-an-address", "not-an-address"),
+    ],
+)
+def test_an_ipv6_peer_counts_with_its_whole_64_and_an_ipv4_peer_alone(
+    peer: str, counted_as: str
+) -> None:
+    assert address_group(peer) == counted_as
+
+
+def test_trusted_proxies_are_matched_by_address_or_network() -> None:
+    proxies = Proxies.of("10.0.0.0/8, 192.0.2.1,2001:db8::/32, unix:/run/proxy.sock")
+    assert "10.1.2.3" in proxies
+    assert "192.0.2.1" in proxies and "192.0.2.2" not in proxies
+    assert "::ffff:10.1.2.3" in proxies
+    assert "2001:db8:ffff::1" in proxies and "2001:db9::1" not in proxies
+    assert "unix:/run/proxy.sock" not in proxies  # a peer with an address is matched by it
+    assert "203.0.113.7" in Proxies.of("*")
+    assert "127.0.0.1" not in Proxies.of("")

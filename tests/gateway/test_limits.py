@@ -25,7 +25,7 @@ from engine.game import legal_moves
 from engine.strategy import GreedyStrategy
 from services.cli.bot_commands import StrategyBot
 from services.gateway.config import GatewaySettings
-from tests.gateway.conftest import Gateways, free_port, wait_for_version
+from tests.gateway.conftest import OPERATOR, Gateways, free_port, wait_for_version
 from tests.service.conftest import fold
 
 pytestmark = pytest.mark.service
@@ -37,13 +37,17 @@ LIMITS = {  # next to nothing refills while a test runs: each count is exact
     "DOMINO_GATEWAY_REJECTED_MOVE_BURST": "3",
     "DOMINO_GATEWAY_AUTH_FAILURES_PER_S": "0.001",
     "DOMINO_GATEWAY_AUTH_FAILURE_BURST": "5",
+    "DOMINO_GATEWAY_OPERATOR_FAILURES_PER_S": "0.001",
+    "DOMINO_GATEWAY_OPERATOR_FAILURE_BURST": "4",
     "DOMINO_GATEWAY_OPEN_MATCHES_PER_CLIENT": "3",
     "DOMINO_GATEWAY_WAITING_SEATS_PER_CLIENT": "4",
     "DOMINO_GATEWAY_LOBBY_PER_S": "100",
     "DOMINO_GATEWAY_LOBBY_BURST": "100",
     "DOMINO_GATEWAY_STREAMS_PER_TOKEN": "2",
+    "DOMINO_GATEWAY_STREAMS_PER_CLIENT": "3",
     "DOMINO_GATEWAY_STREAM_LEASE_S": "2",
     "DOMINO_GATEWAY_KEEPALIVE_S": "1",
+    "DOMINO_OPERATOR_TOKEN": OPERATOR,
 }
 API = "/api/v1"
 
@@ -363,3 +367,84 @@ def test_the_streams_of_a_gateway_that_crashed_free_their_places_when_their_leas
             time.sleep(0.1)
         waited = time.monotonic() - killed
         assert 0.5 < waited < 5, waited
+
+
+async def opened(http: httpx.AsyncClient, url: str) -> httpx.Response:
+    """GET a stream: its answer, read whole unless the stream opened (then closed at once)."""
+    async with http.stream("GET", url) as r:
+        if r.status_code != 200:
+            await r.aread()
+        return r
+
+
+def test_an_address_may_hold_three_public_streams_arenas_and_matches_alike(pair: Pair) -> None:
+    """An arena's stream counts with the address's spectator streams, across both gateways;
+    another address is still served, and a closed stream frees its place."""
+    r = httpx.post(
+        f"{pair.a}{API}/arenas",
+        json={"name": "limits arena"},
+        headers={"authorization": f"Bearer {OPERATOR}"},
+    )
+    assert r.status_code == 201, r.text
+    arena = f"{API}/arenas/{r.json()['arena']['id']}/stream"
+    with client(fresh_address()) as maker:
+        r = create(maker, pair.a, [None, None])
+        assert r.status_code == 201, r.text
+    match = f"{API}/matches/{r.json()['match']['match_id']}/stream"
+    watcher, other = fresh_address(), fresh_address()
+
+    async def scenario() -> None:
+        async with (
+            async_client(watcher) as http,
+            async_client(other) as elsewhere,
+            http.stream("GET", f"{pair.a}{arena}") as first,
+            http.stream("GET", f"{pair.b}{arena}") as second,
+        ):
+            assert first.status_code == second.status_code == 200
+            async with http.stream("GET", f"{pair.a}{arena}") as third:
+                assert third.status_code == 200
+                limited(await opened(http, f"{pair.b}{arena}"), "streams_per_client", 3)
+                limited(await opened(http, f"{pair.a}{match}"), "streams_per_client", 3)
+                async with elsewhere.stream("GET", f"{pair.b}{arena}") as theirs:
+                    assert theirs.status_code == 200
+            for _ in range(50):  # the third closed: its place is free again
+                async with http.stream("GET", f"{pair.b}{arena}") as again:
+                    if again.status_code == 200:
+                        return
+                await asyncio.sleep(0.05)
+            pytest.fail("a closed arena stream never freed its place")
+
+    asyncio.run(scenario())
+
+
+def test_wrong_operator_tokens_from_one_address_get_429_before_the_token_is_compared(
+    pair: Pair,
+) -> None:
+    """Four wrong operator tokens from an address, on any operator call and either gateway,
+    then 429 — even with the right token; the operator elsewhere is served, and another
+    address's wrong token is still a 403."""
+    with client(fresh_address()) as maker:
+        r = create(maker, pair.a, [None, None])
+        assert r.status_code == 201, r.text
+    waiting = r.json()["match"]["match_id"]
+    calls = [
+        ("POST", f"{pair.a}{API}/arenas", {"name": "guessed"}),
+        ("GET", f"{pair.b}/metrics", None),
+        ("POST", f"{pair.a}{API}/accounts/nobody/ban", None),
+        ("DELETE", f"{pair.b}{API}/matches/{waiting}", None),  # the creator's or the operator's
+    ]
+    with client(fresh_address()) as guesser:
+        for i, (method, url, body) in enumerate(calls):
+            auth = {"authorization": f"Bearer guess-{i}"}
+            r = guesser.request(method, url, json=body, headers=auth)
+            assert r.status_code == 403, r.text
+            assert r.json()["error"] in ("not_operator", "not_creator"), r.text
+        for method, url, body in calls:
+            r = guesser.request(method, url, json=body, headers={"authorization": "Bearer guess"})
+            limited(r, "operator_failures", 4)
+        right = {"authorization": f"Bearer {OPERATOR}"}
+        limited(guesser.get(f"{pair.a}/metrics", headers=right), "operator_failures", 4)
+    with client(fresh_address()) as operator:
+        assert operator.get(f"{pair.b}/metrics", headers=right).status_code == 200
+        wrong = operator.get(f"{pair.b}/metrics", headers={"authorization": "Bearer guess"})
+        assert wrong.status_code == 403
