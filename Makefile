@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 BENCH ?= all
 MINUTES ?= 10
 
-.PHONY: install test system-packages test-engine test-store test-behaviour test-service test-e2e chaos lint format bench soak demo up lock clean
+.PHONY: install test test-fast system-packages test-engine test-store test-behaviour test-service test-e2e chaos lint format bench soak demo up lock clean
 
 install: $(STAMP)
 
@@ -27,6 +27,11 @@ test: $(STAMP) system-packages
 
 system-packages:
 	@bash tests/support/system-packages.sh
+
+## The inner loop: the engine, the schema, the store contract and the behaviour suites (on
+## memory and on Redis), on TEST_WORKERS processes.
+test-fast: $(STAMP)
+	$(BIN)/pytest -q $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS)) -m "engine or store or behaviour"
 
 test-engine: $(STAMP)
 	$(BIN)/pytest -q -m engine
