@@ -57,6 +57,7 @@ from services.gateway.config import GatewaySettings
 from services.gateway.http import ApiError, App, Endpoint, Request, Response, decode_body
 from services.gateway.hub import FeedUnavailable, Flight, Hub, Outcome
 from services.gateway.limits import Cap, Charge, Concurrency, Lease, RateLimit, release_match
+from services.gateway.lobby_limits import LobbyLimits
 from services.gateway.openapi import openapi
 from services.gateway.origins import Origins
 from services.gateway.pages import Pages
@@ -200,6 +201,7 @@ class Gateway:
         self.public_streams = Concurrency(
             "streams_per_client", config.streams_per_client, topo, lease_s
         )
+        self.lobby_limits = LobbyLimits(config, topo)  # what accounts ask of each other
         # what a token opens, looked up in Redis once per token_cache_s
         cached_s, cached = config.token_cache_s, config.token_cache_size
         self._seats: SeatCache[tuple[str, int]] = SeatCache(cached_s, cached)  # token -> seat

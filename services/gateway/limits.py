@@ -11,7 +11,8 @@ spread over the partitions' slots like every other key:
   its sweep loop), so the streams of a gateway that crashed age out on their own.
 - :class:`Cap`: what a subject holds until a match starts: open matches it created, seats it
   took in matches still waiting for players. Each hold is also listed under its match, so
-  :func:`release_match` frees them all when the match starts; unreleased ones expire.
+  :func:`release_match` frees them all when the match starts; unreleased ones expire. (An open
+  challenge's holds are listed under the challenge the same way, and freed when it closes.)
 
 Every check is one Lua script that reads the Redis server's clock (``TIME``), so gateways whose
 own clocks disagree still count alike. A request over a limit raises :class:`LimitExceeded`,
@@ -402,11 +403,20 @@ class Cap:
     it took in matches not started), counted across every gateway. A hold ends when its match
     starts (:func:`release_match`), when dropped, or after ``ttl_s`` seconds."""
 
-    def __init__(self, name: str, limit: int, keys: Keys, ttl_s: int) -> None:
+    def __init__(
+        self,
+        name: str,
+        limit: int,
+        keys: Keys,
+        ttl_s: int,
+        held: str = "this address already holds {limit}; each is freed when its match starts "
+        "(or is cancelled)",
+    ) -> None:
         self.name = name
         self.limit = limit
         self.keys = keys
         self.ttl_ms = ttl_s * 1000
+        self.held = held  # what the 429's message says, {limit} filled in
 
     async def hold(self, redis: Client, subject: str, match_id: str) -> Hold:
         """Count one more thing ``subject`` holds in ``match_id``; raise LimitExceeded when it
@@ -423,8 +433,7 @@ class Cap:
             raise LimitExceeded(
                 self.name,
                 Quota(self.limit, 0, wait, wait),
-                f"{self.name}: this address already holds {self.limit}; each is freed when its "
-                "match starts (or is cancelled)",
+                f"{self.name}: " + self.held.format(limit=self.limit),
             )
         pipe = redis.pipeline(transaction=False)
         pipe.sadd(hold.index, hold.entry)

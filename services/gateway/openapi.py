@@ -391,7 +391,10 @@ def _paths() -> dict[str, Any]:
                         "unknown_pool",
                     ),
                     "429": _limited(
-                        "lobby_per_second", 0.2, "open_matches_per_client", "auth_failures"
+                        "lobby_per_second",
+                        0.2,
+                        "open_matches_per_client",
+                        "auth_failures",
                     ),
                     "503": _UNAVAILABLE,
                 },
@@ -907,13 +910,22 @@ def _player_paths() -> dict[str, Any]:
                             "invalid_match",
                             "bad_players",
                         ),
-                        "429": _limited("lobby_per_second", 0.2, "auth_failures"),
+                        "429": _limited(
+                            "lobby_per_second",
+                            0.2,
+                            "challenges_per_minute",
+                            "challenges_received_per_minute",
+                            "open_challenges_per_account",
+                            "open_challenges_to_account",
+                            "open_challenges_per_pair",
+                            "auth_failures",
+                        ),
                     }
                 ),
             },
             "get": {
-                "summary": "The account's challenges, made and received (open, or closed "
-                "within the hour), newest first",
+                "summary": "The account's challenges, made and received, newest first: every "
+                "open one, and the latest closed within the hour",
                 "security": _ACCOUNT,
                 "responses": _as_account({"200": _json("the challenges", _ref("ChallengeList"))}),
             },

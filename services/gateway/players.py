@@ -23,6 +23,7 @@ from engine.rules import Rules
 from services.gateway.config import GatewaySettings
 from services.gateway.http import ApiError, Request, Response, decode_body
 from services.gateway.hub import FeedUnavailable, Hub, Subscriber, Waker
+from services.gateway.lobby_limits import LobbyLimits
 from services.gateway.protocol import RulesBody
 from services.gateway.streaming import OPEN_STREAMS, on_disconnect, start_stream
 from services.lobby.accounts import Account, AccountError, Accounts
@@ -32,6 +33,7 @@ from services.lobby.challenges import ChallengeError, Challenges
 from services.lobby.seeks import KINDS, SeekError, Seeks
 from services.lobby.tables import LobbyMatch
 from services.projections.accounts import AccountFeeds
+from services.redis.lua import Client
 
 log = structlog.get_logger()
 
@@ -92,7 +94,10 @@ class Host(Protocol):
     """What these handlers need of the gateway (services/gateway/app.py)."""
 
     config: GatewaySettings
+    lobby_limits: LobbyLimits
 
+    @property
+    def redis(self) -> Client: ...
     @property
     def accounts(self) -> Accounts: ...
     @property
@@ -228,10 +233,17 @@ class Players:
         rules = self.gw.rules_of(body.rules, players)
         deadline = self.gw.deadline_of(body.deadline_ms, open_seats=True)
         await self.gw.under_cap(account)
+        challenges, limits, redis = self.gw.challenges, self.gw.lobby_limits, self.gw.redis
         try:
-            made = await self.gw.challenges.create(account, body.opponents, rules, deadline)
+            made = await challenges.prepare(account, body.opponents, rules, deadline)
         except ChallengeError as e:
             raise ApiError(e.status, e.code, str(e)) from None
+        await limits.challenge(redis, made)  # LimitExceeded: 429, nothing made
+        try:
+            await challenges.open(made)
+        except BaseException:
+            await limits.challenge_closed(redis, made.id)
+            raise
         log.info("challenge made", challenge=made.id, account=account.id)
         return Response.json({"challenge": made.public()}, status=201)
 
@@ -263,6 +275,7 @@ class Players:
                     match_id = match.match_id
             finally:
                 await self.gw.challenges.started(challenge.id, match_id)
+                await self.gw.lobby_limits.challenge_closed(self.gw.redis, challenge.id)
             if match_id is None:
                 raise ApiError(409, "challenge_failed", "an account of the challenge is gone")
             challenge = msgspec.structs.replace(challenge, status="started", match_id=match_id)
@@ -288,6 +301,7 @@ class Players:
             challenge = await answer
         except ChallengeError as e:
             raise ApiError(e.status, e.code, str(e)) from None
+        await self.gw.lobby_limits.challenge_closed(self.gw.redis, challenge.id)
         return Response.json({"challenge": challenge.public()})
 
     # -- seeks ---------------------------------------------------------------------------------
