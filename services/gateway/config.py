@@ -326,6 +326,29 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
     seek_house_pool: Annotated[
         str, Var("DOMINO_GATEWAY_SEEK_HOUSE_POOL", "the house bot pool that fills seeks")
     ] = "greedy"
+    seeks_per_account: Annotated[
+        int,
+        Var(
+            "DOMINO_GATEWAY_SEEKS_PER_ACCOUNT",
+            "seeks one account may have waiting at once (of different kinds)",
+        ),
+    ] = 2
+    house_matches_per_account: Annotated[
+        int,
+        Var(
+            "DOMINO_GATEWAY_HOUSE_MATCHES_PER_ACCOUNT",
+            "matches with house bot seats an account may have caused that are not over (created "
+            "with house seats, or its seeks filled by house bots)",
+        ),
+    ] = 2
+    house_matches_per_client: Annotated[
+        int,
+        Var(
+            "DOMINO_GATEWAY_HOUSE_MATCHES_PER_CLIENT",
+            "matches with house bot seats one client address may have caused that are not over "
+            "(created with house seats, or seeks it made filled by house bots)",
+        ),
+    ] = 8
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> GatewaySettings:

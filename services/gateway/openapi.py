@@ -394,6 +394,8 @@ def _paths() -> dict[str, Any]:
                         "lobby_per_second",
                         0.2,
                         "open_matches_per_client",
+                        "house_matches_per_client",
+                        "house_matches_per_account",
                         "auth_failures",
                     ),
                     "503": _UNAVAILABLE,
@@ -1016,6 +1018,7 @@ def _player_paths() -> dict[str, Any]:
                         "409": _error(
                             "the account plays its most matches at once", "too_many_matches"
                         ),
+                        "429": _limited("seeks_per_account", 10.0, "auth_failures"),
                     }
                 ),
             },

@@ -23,6 +23,7 @@ from engine.rules import Rules
 from services.gateway.config import GatewaySettings
 from services.gateway.http import ApiError, Request, Response, decode_body
 from services.gateway.hub import FeedUnavailable, Hub, Subscriber, Waker
+from services.gateway.limits import LimitExceeded, Quota
 from services.gateway.lobby_limits import LobbyLimits
 from services.gateway.protocol import RulesBody
 from services.gateway.streaming import OPEN_STREAMS, on_disconnect, start_stream
@@ -41,6 +42,8 @@ POLL_S = 0.5
 """How often a stream looks for what another process wrote (a feed event, a new match)."""
 LOOK_S = 0.05
 """How often, at most, a busy play stream looks for the account's new matches."""
+SEEK_RETRY_S = 10.0
+"""When an account waiting for its most kinds of game may seek again: once one is matched."""
 
 
 class RegisterBody(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -317,9 +320,15 @@ class Players:
             )
         await self.gw.under_cap(account)
         rating = await self.gw.rating_of(account.id, kind.family)
+        most = self.gw.config.seeks_per_account
         try:
-            made, new = await self.gw.seeks.add(account, kind.name, rating)
+            made, new = await self.gw.seeks.add(
+                account, kind.name, rating, client=request.client, most=most
+            )
         except SeekError as e:
+            if e.code == "seeks_per_account":  # a seek withdrawn or matched frees its place
+                quota = Quota(most, 0, SEEK_RETRY_S, SEEK_RETRY_S)
+                raise LimitExceeded(e.code, quota, str(e)) from None
             raise ApiError(e.status, e.code, str(e)) from None
         return Response.json({"seek": made.public()}, status=201 if new else 200)
 

@@ -1,8 +1,10 @@
-"""What accounts may ask of each other, limited and shared by every gateway: challenges per
-challenger, per account challenged and per pair.
+"""What accounts may ask of each other and of the house, limited and shared by every gateway:
+challenges per challenger, per account challenged and per pair; seeks per account; matches
+with house bots per account and per client address, freed when they end.
 
 Two gateway processes with the same tight limits stand in front of one stack; a test's
-requests alternate between them, so each count is one budget kept in Redis.
+requests alternate between them, so each count is one budget kept in Redis. Per-address caps
+are tested from a loopback address of the test's own (tests/gateway/test_limits.py).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import httpx
 import pytest
 
 from tests.gateway.conftest import Gateways, free_port
+from tests.gateway.test_limits import client, fresh_address
 from tests.gateway.test_openapi_accounts import Spec
 
 pytestmark = pytest.mark.service
@@ -28,6 +31,9 @@ LIMITS = {
     "DOMINO_GATEWAY_OPEN_CHALLENGES_PER_ACCOUNT": "3",
     "DOMINO_GATEWAY_OPEN_CHALLENGES_TO_ACCOUNT": "4",
     "DOMINO_GATEWAY_OPEN_CHALLENGES_PER_PAIR": "2",
+    "DOMINO_GATEWAY_SEEKS_PER_ACCOUNT": "2",
+    "DOMINO_GATEWAY_HOUSE_MATCHES_PER_ACCOUNT": "2",  # the default: a seek test depends on it
+    "DOMINO_GATEWAY_HOUSE_MATCHES_PER_CLIENT": "3",
     "DOMINO_GATEWAY_LOBBY_PER_S": "100",
     "DOMINO_GATEWAY_LOBBY_BURST": "100",
     "DOMINO_GATEWAY_KEEPALIVE_S": "1",
@@ -88,7 +94,7 @@ def made(r: httpx.Response) -> str:
     return challenge_id
 
 
-PATHS = {"challenges": f"{API}/challenges"}
+PATHS = {"challenges": f"{API}/challenges", "seeks": f"{API}/seeks", "matches": f"{API}/matches"}
 
 
 def refused(p: Pair, r: httpx.Response, limit: str) -> dict[str, Any]:
@@ -175,3 +181,124 @@ def test_challenges_made_and_received_a_minute_are_limited_even_when_each_is_clo
     )
     refused(pair, r, "challenges_received_per_minute")
     assert 8 <= n <= 8 + took / 7.5 + 1
+
+
+def seek(p: Pair, token: str, kind: str) -> httpx.Response:
+    return httpx.post(f"{p.next()}{API}/seeks", json={"kind": kind}, headers=auth(token))
+
+
+def test_an_account_waits_for_at_most_two_kinds_of_game_at_once(pair: Pair) -> None:
+    _, token = account(pair.a, "seeker")
+    with client(fresh_address()) as http:  # at its most house matches: no seek is filled
+        held = [house_match(pair, http, token) for _ in range(2)]
+    first = seek(pair, token, "express-3p")
+    assert first.status_code == 201, first.text
+    assert seek(pair, token, "straight-3p").status_code == 201
+    assert seek(pair, token, "express-3p").status_code == 200  # the same seek back
+    refused(pair, seek(pair, token, "express-4p"), "seeks_per_account")
+    seek_id = first.json()["seek"]["id"]
+    r = httpx.delete(f"{pair.next()}{API}/seeks/{seek_id}", headers=auth(token))
+    assert r.status_code == 200, r.text
+    assert seek(pair, token, "express-4p").status_code == 201
+    r = httpx.get(f"{pair.next()}{API}/seeks", headers=auth(token))
+    assert sorted(s["kind"] for s in r.json()["seeks"]) == ["express-4p", "straight-3p"]
+    assert all("client" not in s for s in r.json()["seeks"])  # the address is not shown
+    for s in r.json()["seeks"]:
+        httpx.delete(f"{pair.next()}{API}/seeks/{s['id']}", headers=auth(token))
+    for r in held:
+        cancel(pair, r, token)
+
+
+def house_match(p: Pair, http: httpx.Client, token: str | None = None) -> httpx.Response:
+    """A match with a house bot and an open seat: it waits, counted, until cancelled."""
+    return http.post(
+        f"{p.next()}{API}/matches",
+        json={"seats": [None, "random"]},
+        headers=auth(token) if token else {},
+    )
+
+
+def cancel(p: Pair, r: httpx.Response, token: str | None = None) -> None:
+    data = r.json()
+    match_id = data["match"]["match_id"]
+    who = token or data["owner_token"]
+    gone = httpx.delete(f"{p.next()}{API}/matches/{match_id}", headers=auth(who))
+    assert gone.status_code == 200, gone.text
+
+
+def until_created(p: Pair, make: Any, timeout: float = 30.0) -> httpx.Response:
+    """``make()`` again until it is created: a freed place counts as free once the match has
+    been over a few seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        r = make()
+        if r.status_code == 201 or time.monotonic() > deadline:
+            assert r.status_code == 201, r.text
+            return r
+        time.sleep(0.5)
+
+
+def test_matches_with_house_bots_are_limited_per_client_address_until_they_are_over(
+    pair: Pair,
+) -> None:
+    with client(fresh_address()) as http:
+        waiting = [house_match(pair, http) for _ in range(3)]
+        assert all(r.status_code == 201 for r in waiting), [r.text for r in waiting]
+        refused(pair, house_match(pair, http), "house_matches_per_client")
+        # a match of open seats only costs the house nothing: not counted
+        r = http.post(f"{pair.next()}{API}/matches", json={"seats": [None, None]})
+        assert r.status_code == 201, r.text
+        cancel(pair, waiting[0])
+        again = until_created(pair, lambda: house_match(pair, http))
+        for r in [*waiting[1:], again]:
+            cancel(pair, r)
+
+
+def test_an_accounts_house_matches_are_counted_until_they_end_from_any_address(
+    pair: Pair,
+) -> None:
+    _, token = account(pair.a, "visitor")
+    with client(fresh_address()) as http, client(fresh_address()) as elsewhere:
+        first, second = house_match(pair, http, token), house_match(pair, http, token)
+        assert (first.status_code, second.status_code) == (201, 201), (first.text, second.text)
+        refused(pair, house_match(pair, elsewhere, token), "house_matches_per_account")
+        # one ends: the account takes the seat it left open and resigns
+        match_id = first.json()["match"]["match_id"]
+        r = httpx.post(f"{pair.next()}{API}/matches/{match_id}/join", headers=auth(token))
+        assert r.status_code == 201, r.text
+        seat = r.json()["seat"]
+        r = httpx.post(
+            f"{pair.next()}{API}/matches/{match_id}/seats/{seat}/moves",
+            json={"type": "resign"},
+            headers={**auth(token), "Idempotency-Key": "resign"},
+        )
+        assert r.status_code == 200, r.text
+        third = until_created(pair, lambda: house_match(pair, elsewhere, token))
+    for r in (second, third):
+        cancel(pair, r, token)
+
+
+def test_a_seek_waits_unfilled_while_its_account_has_its_most_house_matches(
+    pair: Pair,
+) -> None:
+    """The stack's matchmaker fills a seek after 2 s (whichever gateway runs it, the limit of
+    house matches per account is 2 on all of them); no other test seeks straight-4p."""
+    _, token = account(pair.a, "patient")
+    with client(fresh_address()) as http:
+        held = [house_match(pair, http, token) for _ in range(2)]
+        assert all(r.status_code == 201 for r in held), [r.text for r in held]
+        r = http.post(
+            f"{pair.next()}{API}/seeks", json={"kind": "straight-4p"}, headers=auth(token)
+        )
+        assert r.status_code == 201, r.text
+    time.sleep(5)  # well past the fill time
+    me = httpx.get(f"{pair.next()}{API}/account", headers=auth(token)).json()
+    assert me["live"] == [] and [s["kind"] for s in me["seeks"]] == ["straight-4p"]
+    cancel(pair, held[0], token)
+    deadline = time.monotonic() + 30
+    while not me["live"]:
+        assert time.monotonic() < deadline, "the seek was never filled"
+        time.sleep(0.5)
+        me = httpx.get(f"{pair.next()}{API}/account", headers=auth(token)).json()
+    assert me["seeks"] == []
+    cancel(pair, held[1], token)
