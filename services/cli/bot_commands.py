@@ -97,6 +97,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=4,
         help="with an account token: live matches at once at most (default 4)",
     )
+    run.add_argument(
+        "--accept-from",
+        metavar="NAMES",
+        help="with an account token: accept challenges from these accounts (comma-separated; "
+        "* for any); default: decline every challenge",
+    )
     run.set_defaults(func=cmd_bot_run)
 
     reg = actions.add_parser(
@@ -170,7 +176,12 @@ def _run_account(args: argparse.Namespace) -> int:
     bot = AccountStrategyBot(make_strategy(args.strategy, args.seed))
     try:
         finished = bot.run_account(
-            args.url, args.token, seek=args.seek, games=args.games, max_matches=args.max_matches
+            args.url,
+            args.token,
+            seek=args.seek,
+            games=args.games,
+            max_matches=args.max_matches,
+            accept_from=_names(args.accept_from),
         )
     except (GatewayError, httpx.HTTPError) as e:
         raise CliError(f"{args.url}: {e}") from None
@@ -180,6 +191,11 @@ def _run_account(args: argparse.Namespace) -> int:
         f"{results.count('none')} called off"
     )
     return 0
+
+
+def _names(listed: str | None) -> list[str] | None:
+    """The names of a comma-separated option (None: not given)."""
+    return None if listed is None else [n.strip() for n in listed.split(",") if n.strip()]
 
 
 def _run_seat(args: argparse.Namespace) -> int:

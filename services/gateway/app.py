@@ -57,7 +57,16 @@ from services.gateway.config import GatewaySettings
 from services.gateway.credentials import Credential, Credentials
 from services.gateway.http import ApiError, App, Endpoint, Request, Response, decode_body
 from services.gateway.hub import FeedUnavailable, Flight, Hub, Outcome
-from services.gateway.limits import Cap, Charge, Concurrency, Lease, RateLimit, release_match
+from services.gateway.limits import (
+    Cap,
+    Charge,
+    Concurrency,
+    Lease,
+    LimitExceeded,
+    RateLimit,
+    release_match,
+)
+from services.gateway.lobby_limits import LobbyLimits
 from services.gateway.openapi import openapi
 from services.gateway.origins import Origins
 from services.gateway.pages import Pages
@@ -95,7 +104,7 @@ from services.lobby.arenas import Arena, Arenas
 from services.lobby.challenges import Challenges
 from services.lobby.names import BadName, check_name, skeleton
 from services.lobby.revocations import Ended
-from services.lobby.seeks import Group, Kind, Matchmaker, Seeks
+from services.lobby.seeks import Group, Kind, Matchmaker, Seek, Seeks
 from services.lobby.tables import JoinError, Lobby, LobbyMatch, parse_record, token_hash
 from services.metrics import GATEWAY_MOVES, GATEWAY_REQUESTS, Exporter, exposition, register
 from services.projections.accounts import AccountFeeds
@@ -205,6 +214,7 @@ class Gateway:
         self.public_streams = Concurrency(
             "streams_per_client", config.streams_per_client, topo, lease_s
         )
+        self.lobby_limits = LobbyLimits(config, topo)  # challenges, seeks' and house matches
         # what a token opens, looked up in Redis once per token_cache_s
         cached_s, cached = config.token_cache_s, config.token_cache_size
         self._seats: SeatCache[tuple[str, int]] = SeatCache(cached_s, cached)  # token -> seat
@@ -309,6 +319,7 @@ class Gateway:
             self.name,
             fill_after_s=self.config.seek_fill_s or None,
             also=[runner.tick],
+            may_fill=self.may_fill,
         )
         background = [asyncio.create_task(matchmaker.run(stop))]
         # the sweep, and the follower of the revocation stream, run until cancelled
@@ -685,16 +696,49 @@ class Gateway:
         )
 
     async def start_seek(self, kind: Kind, group: Group) -> str | None:
-        """The matchmaker's starter: a match for a group of seeks (house bots fill the rest)."""
+        """The matchmaker's starter: a match for a group of seeks (house bots fill the rest,
+        counted for each seek's account and address: none if one is at its limit)."""
         found = [await self.accounts.get(s.account) for s in group.seeks]
         seats: list[Account | str] = [a for a in found if a is not None and not a.banned]
         seats += [self.config.seek_house_pool] * (kind.players - len(seats))
+        match_id = new_match_id()
+        counted = []
+        if len(group.seeks) < kind.players:
+            try:
+                counted = await self.lobby_limits.house_match(
+                    self.redis,
+                    match_id,
+                    [s.account for s in group.seeks],
+                    [s.client for s in group.seeks],
+                    self.match_over,
+                )
+            except LimitExceeded as e:
+                log.info("seek not filled with house bots", kind=kind.name, limit=e.limit)
+                return None
         try:
-            match = await self.start_for(kind.rules(), seats)
+            match = await self.start_for(kind.rules(), seats, match_id=match_id)
         except ApiError as e:
             log.error("seek match could not start", kind=kind.name, error=str(e))
+            await self.lobby_limits.house_match_failed(self.redis, counted)
             return None
         return match.match_id
+
+    async def may_fill(self, seek: Seek) -> bool:
+        """Whether house bots may fill ``seek``: its account and address are under their
+        limits of house matches not over."""
+        return await self.lobby_limits.may_fill(
+            self.redis, seek.account, seek.client, self.match_over
+        )
+
+    async def match_over(self, match_id: str) -> bool:
+        """Whether a match is over: its log ends it, or it never started and has left the
+        lobby (cancelled, expired)."""
+        version = await self.source.version(match_id)
+        if version == 0:
+            waiting = await self.lobby.get(match_id)
+            return waiting is None or waiting.status == "cancelled"
+        last = await self.source.read(match_id, version, version)
+        return not last or last[0].type == "match_ended"
 
     def _links(self, match_id: str, seat: int | None = None) -> dict[str, str]:
         base = f"{API}/matches/{match_id}"
@@ -745,6 +789,20 @@ class Gateway:
         hold = None
         if None in body.seats:  # an open match counts against its creator until it starts
             hold = await self.open_matches.hold(self.redis, request.client, match_id)
+        counted = []
+        if any(pool is not None for pool in body.seats):  # house bots: counted until it ends
+            try:
+                counted = await self.lobby_limits.house_match(
+                    self.redis,
+                    match_id,
+                    [account.id] if account else [],
+                    [request.client],
+                    self.match_over,
+                )
+            except LimitExceeded:
+                if hold is not None:
+                    await self.open_matches.drop(self.redis, hold)
+                raise
         try:
             match = await self.lobby.create(
                 match_id,
@@ -759,6 +817,7 @@ class Gateway:
         except Exception:
             if hold is not None:
                 await self.open_matches.drop(self.redis, hold)
+            await self.lobby_limits.house_match_failed(self.redis, counted)
             raise
         if match.status == "started":
             await self._start_match(match)

@@ -306,6 +306,44 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
     challenge_ttl_s: Annotated[
         int, Var("DOMINO_GATEWAY_CHALLENGE_TTL_S", "an unanswered challenge expires after this")
     ] = 600
+    challenges_per_minute: Annotated[
+        int,
+        Var(
+            "DOMINO_GATEWAY_CHALLENGES_PER_MINUTE",
+            "challenges one account may make a minute (this many at once, refilled over the "
+            "minute)",
+        ),
+    ] = 20
+    challenges_received_per_minute: Annotated[
+        int,
+        Var(
+            "DOMINO_GATEWAY_CHALLENGES_RECEIVED_PER_MINUTE",
+            "challenges one account may be sent a minute, by everyone together (this many at "
+            "once, refilled over the minute)",
+        ),
+    ] = 60
+    open_challenges_per_account: Annotated[
+        int,
+        Var(
+            "DOMINO_GATEWAY_OPEN_CHALLENGES_PER_ACCOUNT",
+            "challenges one account may have made that are still open (unanswered, unexpired)",
+        ),
+    ] = 10
+    open_challenges_to_account: Annotated[
+        int,
+        Var(
+            "DOMINO_GATEWAY_OPEN_CHALLENGES_TO_ACCOUNT",
+            "open challenges waiting for one account's answer, from everyone together",
+        ),
+    ] = 20
+    open_challenges_per_pair: Annotated[
+        int,
+        Var(
+            "DOMINO_GATEWAY_OPEN_CHALLENGES_PER_PAIR",
+            "open challenges one account may have made to one other account (as many as the "
+            "SDK's bots play at once)",
+        ),
+    ] = 4
     seek_ttl_s: Annotated[
         int, Var("DOMINO_GATEWAY_SEEK_TTL_S", "a seek nobody matched expires after this")
     ] = 600
@@ -319,6 +357,29 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
     seek_house_pool: Annotated[
         str, Var("DOMINO_GATEWAY_SEEK_HOUSE_POOL", "the house bot pool that fills seeks")
     ] = "greedy"
+    seeks_per_account: Annotated[
+        int,
+        Var(
+            "DOMINO_GATEWAY_SEEKS_PER_ACCOUNT",
+            "seeks one account may have waiting at once (of different kinds)",
+        ),
+    ] = 2
+    house_matches_per_account: Annotated[
+        int,
+        Var(
+            "DOMINO_GATEWAY_HOUSE_MATCHES_PER_ACCOUNT",
+            "matches with house bot seats an account may have caused that are not over (created "
+            "with house seats, or its seeks filled by house bots)",
+        ),
+    ] = 2
+    house_matches_per_client: Annotated[
+        int,
+        Var(
+            "DOMINO_GATEWAY_HOUSE_MATCHES_PER_CLIENT",
+            "matches with house bot seats one client address may have caused that are not over "
+            "(created with house seats, or seeks it made filled by house bots)",
+        ),
+    ] = 8
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> GatewaySettings:

@@ -1,6 +1,6 @@
 """Rate and concurrency limits, kept in Redis: every gateway process counts against one budget.
 
-Three kinds, each keyed by a limit's name and a subject (an account id, a seat token's hash, a
+Four kinds, each keyed by a limit's name and a subject (an account id, a seat token's hash, a
 client address) as ``<prefix>:{pN}:limit:<name>:<subject>``, N from the subject, so the keys
 spread over the partitions' slots like every other key:
 
@@ -11,7 +11,11 @@ spread over the partitions' slots like every other key:
   its sweep loop), so the streams of a gateway that crashed age out on their own.
 - :class:`Cap`: what a subject holds until a match starts: open matches it created, seats it
   took in matches still waiting for players. Each hold is also listed under its match, so
-  :func:`release_match` frees them all when the match starts; unreleased ones expire.
+  :func:`release_match` frees them all when the match starts; unreleased ones expire. (An open
+  challenge's holds are listed under the challenge the same way, and freed when it closes.)
+- :class:`LiveCap`: matches a subject caused that are not over yet (those with house bot
+  seats). A sorted set of match ids; a check past the limit asks whether the oldest are over
+  and stops counting those, so a match's end frees its place whoever saw it end.
 
 Every check is one Lua script that reads the Redis server's clock (``TIME``), so gateways whose
 own clocks disagree still count alike. A request over a limit raises :class:`LimitExceeded`,
@@ -26,7 +30,7 @@ import hashlib
 import math
 import re
 import secrets
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -402,11 +406,20 @@ class Cap:
     it took in matches not started), counted across every gateway. A hold ends when its match
     starts (:func:`release_match`), when dropped, or after ``ttl_s`` seconds."""
 
-    def __init__(self, name: str, limit: int, keys: Keys, ttl_s: int) -> None:
+    def __init__(
+        self,
+        name: str,
+        limit: int,
+        keys: Keys,
+        ttl_s: int,
+        held: str = "this address already holds {limit}; each is freed when its match starts "
+        "(or is cancelled)",
+    ) -> None:
         self.name = name
         self.limit = limit
         self.keys = keys
         self.ttl_ms = ttl_s * 1000
+        self.held = held  # what the 429's message says, {limit} filled in
 
     async def hold(self, redis: Client, subject: str, match_id: str) -> Hold:
         """Count one more thing ``subject`` holds in ``match_id``; raise LimitExceeded when it
@@ -423,8 +436,7 @@ class Cap:
             raise LimitExceeded(
                 self.name,
                 Quota(self.limit, 0, wait, wait),
-                f"{self.name}: this address already holds {self.limit}; each is freed when its "
-                "match starts (or is cancelled)",
+                f"{self.name}: " + self.held.format(limit=self.limit),
             )
         pipe = redis.pipeline(transaction=False)
         pipe.sadd(hold.index, hold.entry)
@@ -454,3 +466,98 @@ async def release_match(redis: Client, keys: Keys, match_id: str) -> None:
             pipe.zrem(key, member)
         await pipe.execute()
     await redis.delete(index)
+
+
+LIVE = LuaScript(
+    """
+-- KEYS[1]: the matches a subject caused (sorted set: match id -> when counted, ms)
+-- ARGV: limit, match id ('' only looks), how long a match is counted at most (ms)
+-- Returns {1, counted, now} when the match is (now) counted (or, looking, one more may be),
+-- {0, counted, now} when the subject is at its limit.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - ttl)
+local counted = redis.call('ZCARD', KEYS[1])
+if ARGV[2] ~= '' and redis.call('ZSCORE', KEYS[1], ARGV[2]) then return {1, counted, now} end
+if counted >= tonumber(ARGV[1]) then return {0, counted, now} end
+if ARGV[2] == '' then return {1, counted, now} end
+redis.call('ZADD', KEYS[1], now, ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ttl)
+return {1, counted + 1, now}
+"""
+)
+LIVE_S = 86_400
+"""The longest a match counts under a :class:`LiveCap`, over or not (a match that outlives it
+stops counting)."""
+STARTING_S = 5.0
+"""How long a match counted under a :class:`LiveCap` is taken to be starting, not looked up:
+it is counted before it is made."""
+
+Over = Callable[[str], Awaitable[bool]]
+"""Whether a match (by id) is over: ended, cancelled, or gone."""
+
+
+@dataclass(frozen=True, slots=True)
+class Counted:
+    """One match counted for a subject under a :class:`LiveCap`."""
+
+    key: str
+    match_id: str
+
+
+class LiveCap:
+    """How many matches of one kind (with house bot seats) a subject caused that are not over
+    yet, at most ``limit``, counted across every gateway. A match counts from just before it is
+    made until it is seen over: each check past the limit asks ``over`` of the subject's
+    matches, and those over stop counting (so the count is freed by a match's end, whichever
+    process saw it)."""
+
+    def __init__(self, name: str, limit: int, keys: Keys, what: str) -> None:
+        self.name = name
+        self.limit = limit
+        self.keys = keys
+        self.what = what  # the subject, as the 429's message names it
+        self.ttl_ms = LIVE_S * 1000
+
+    async def count(self, redis: Client, subject: str, match_id: str, over: Over) -> Counted:
+        """Count ``match_id`` for ``subject`` (again: no change); raise LimitExceeded when the
+        subject has ``limit`` matches not over. Call it before the match is made, and
+        :meth:`drop` it if making it fails."""
+        counted = Counted(subject_key(self.keys, self.name, subject), match_id)
+        await self._call(redis, counted.key, match_id, over)
+        return counted
+
+    async def check(self, redis: Client, subject: str, over: Over) -> None:
+        """Raise LimitExceeded when ``subject`` has ``limit`` matches not over; count nothing."""
+        await self._call(redis, subject_key(self.keys, self.name, subject), "", over)
+
+    async def drop(self, redis: Client, counted: Counted) -> None:
+        """Stop counting a match: it was not made after all."""
+        await redis.zrem(counted.key, counted.match_id)
+
+    async def _call(self, redis: Client, key: str, match_id: str, over: Over) -> None:
+        for first in (True, False):
+            reply = await LIVE(redis, [key], [self.limit, match_id, self.ttl_ms])
+            if int(reply[0]):
+                return
+            if not first or not await self._forget_over(redis, key, int(reply[2]), over):
+                break
+        raise LimitExceeded(
+            self.name,
+            Quota(self.limit, 0, CAP_RETRY_S, CAP_RETRY_S),
+            f"{self.name}: {self.what} has {self.limit} matches with house bots not over yet; "
+            "each is freed when its match ends",
+        )
+
+    async def _forget_over(self, redis: Client, key: str, now_ms: int, over: Over) -> int:
+        """Stop counting the subject's matches that are over (those counted a while ago: a
+        newer one may still be being made); return how many."""
+        held = cast(
+            list[bytes],
+            await redis.zrangebyscore(key, "-inf", now_ms - int(STARTING_S * 1000)),
+        )
+        ended = [m for m in held if await over(m.decode())]
+        if ended:
+            await redis.zrem(key, *ended)
+        return len(ended)

@@ -395,7 +395,12 @@ def _paths() -> dict[str, Any]:
                         "unknown_pool",
                     ),
                     "429": _limited(
-                        "lobby_per_second", 0.2, "open_matches_per_client", "auth_failures"
+                        "lobby_per_second",
+                        0.2,
+                        "open_matches_per_client",
+                        "house_matches_per_client",
+                        "house_matches_per_account",
+                        "auth_failures",
                     ),
                     "503": _UNAVAILABLE,
                 },
@@ -919,13 +924,22 @@ def _player_paths() -> dict[str, Any]:
                             "invalid_match",
                             "bad_players",
                         ),
-                        "429": _limited("lobby_per_second", 0.2, "auth_failures"),
+                        "429": _limited(
+                            "lobby_per_second",
+                            0.2,
+                            "challenges_per_minute",
+                            "challenges_received_per_minute",
+                            "open_challenges_per_account",
+                            "open_challenges_to_account",
+                            "open_challenges_per_pair",
+                            "auth_failures",
+                        ),
                     }
                 ),
             },
             "get": {
-                "summary": "The account's challenges, made and received (open, or closed "
-                "within the hour), newest first",
+                "summary": "The account's challenges, made and received, newest first: every "
+                "open one, and the latest closed within the hour",
                 "security": _ACCOUNT,
                 "responses": _as_account({"200": _json("the challenges", _ref("ChallengeList"))}),
             },
@@ -1016,6 +1030,7 @@ def _player_paths() -> dict[str, Any]:
                         "409": _error(
                             "the account plays its most matches at once", "too_many_matches"
                         ),
+                        "429": _limited("seeks_per_account", 10.0, "auth_failures"),
                     }
                 ),
             },

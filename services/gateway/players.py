@@ -24,6 +24,8 @@ from services.gateway.config import GatewaySettings
 from services.gateway.credentials import Binding, Credential, Credentials, closed_line
 from services.gateway.http import ApiError, Request, Response, decode_body
 from services.gateway.hub import FeedUnavailable, Hub, Subscriber, Waker
+from services.gateway.limits import LimitExceeded, Quota
+from services.gateway.lobby_limits import LobbyLimits
 from services.gateway.protocol import Gap, RulesBody
 from services.gateway.streaming import OPEN_STREAMS, on_disconnect, start_stream
 from services.lobby.accounts import Account, AccountError, Accounts
@@ -33,6 +35,7 @@ from services.lobby.challenges import ChallengeError, Challenges
 from services.lobby.seeks import KINDS, SeekError, Seeks
 from services.lobby.tables import LobbyMatch
 from services.projections.accounts import AccountFeeds
+from services.redis.lua import Client
 
 log = structlog.get_logger()
 
@@ -40,6 +43,8 @@ POLL_S = 0.5
 """How often a stream looks for what another process wrote (a feed event, a new match)."""
 LOOK_S = 0.05
 """How often, at most, a busy play stream looks for the account's new matches."""
+SEEK_RETRY_S = 10.0
+"""When an account waiting for its most kinds of game may seek again: once one is matched."""
 
 
 class RegisterBody(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -93,7 +98,10 @@ class Host(Protocol):
     """What these handlers need of the gateway (services/gateway/app.py)."""
 
     config: GatewaySettings
+    lobby_limits: LobbyLimits
 
+    @property
+    def redis(self) -> Client: ...
     @property
     def accounts(self) -> Accounts: ...
     @property
@@ -233,10 +241,17 @@ class Players:
         rules = self.gw.rules_of(body.rules, players)
         deadline = self.gw.deadline_of(body.deadline_ms, open_seats=True)
         await self.gw.under_cap(account)
+        challenges, limits, redis = self.gw.challenges, self.gw.lobby_limits, self.gw.redis
         try:
-            made = await self.gw.challenges.create(account, body.opponents, rules, deadline)
+            made = await challenges.prepare(account, body.opponents, rules, deadline)
         except ChallengeError as e:
             raise ApiError(e.status, e.code, str(e)) from None
+        await limits.challenge(redis, made)  # LimitExceeded: 429, nothing made
+        try:
+            await challenges.open(made)
+        except BaseException:
+            await limits.challenge_closed(redis, made.id)
+            raise
         log.info("challenge made", challenge=made.id, account=account.id)
         return Response.json({"challenge": made.public()}, status=201)
 
@@ -268,6 +283,7 @@ class Players:
                     match_id = match.match_id
             finally:
                 await self.gw.challenges.started(challenge.id, match_id)
+                await self.gw.lobby_limits.challenge_closed(self.gw.redis, challenge.id)
             if match_id is None:
                 raise ApiError(409, "challenge_failed", "an account of the challenge is gone")
             challenge = msgspec.structs.replace(challenge, status="started", match_id=match_id)
@@ -293,6 +309,7 @@ class Players:
             challenge = await answer
         except ChallengeError as e:
             raise ApiError(e.status, e.code, str(e)) from None
+        await self.gw.lobby_limits.challenge_closed(self.gw.redis, challenge.id)
         return Response.json({"challenge": challenge.public()})
 
     # -- seeks ---------------------------------------------------------------------------------
@@ -308,9 +325,15 @@ class Players:
             )
         await self.gw.under_cap(account)
         rating = await self.gw.rating_of(account.id, kind.family)
+        most = self.gw.config.seeks_per_account
         try:
-            made, new = await self.gw.seeks.add(account, kind.name, rating)
+            made, new = await self.gw.seeks.add(
+                account, kind.name, rating, client=request.client, most=most
+            )
         except SeekError as e:
+            if e.code == "seeks_per_account":  # a seek withdrawn or matched frees its place
+                quota = Quota(most, 0, SEEK_RETRY_S, SEEK_RETRY_S)
+                raise LimitExceeded(e.code, quota, str(e)) from None
             raise ApiError(e.status, e.code, str(e)) from None
         return Response.json({"seek": made.public()}, status=201 if new else 200)
 

@@ -1,7 +1,10 @@
 """Challenges: one account invites named accounts to a match; when every one accepts, it starts.
 
 A challenge is a hash ``challenge:<id>`` that expires on its own after ``ttl_s``; each account
-involved lists it in ``acct:<id>:challenges`` (a sorted set by expiry, pruned as it is read).
+involved lists it in ``acct:<id>:challenges`` (a sorted set by expiry, pruned as it is read,
+the latest 200 kept) and, while it is open, in ``acct:<id>:challenges:open`` (never trimmed:
+how many may be open at once is the gateway's limit), so no flood of challenges made and
+closed can push an open one out of an account's list.
 Accepting is one script: it checks the challenge is still open and names the account, and
 says when the last acceptance makes it ready, so exactly one caller starts the match. Every
 step is told to the other accounts involved through their feeds.
@@ -77,7 +80,7 @@ return 1
 
 
 LISTED = 100
-"""The most challenges an account's list shows (and reads)."""
+"""The most challenges an account's list shows, unless more are open (each open one is shown)."""
 
 
 class ChallengeError(Exception):
@@ -149,11 +152,24 @@ class Challenges:
         """The account's challenges, made or received, by expiry."""
         return f"{self.keys.account(account_id)}:challenges"
 
+    def open_index(self, account_id: str) -> str:
+        """The account's open challenges, made or received, by expiry."""
+        return f"{self.index(account_id)}:open"
+
     async def create(
         self, challenger: Account, opponents: list[str], rules: Rules, deadline_ms: int
     ) -> Challenge:
-        """Challenge the accounts named ``opponents``; raises ChallengeError for an unknown,
-        banned or repeated name, the challenger itself, or a count that is not the rules'."""
+        """Challenge the accounts named ``opponents`` (:meth:`prepare`, then :meth:`open`)."""
+        challenge = await self.prepare(challenger, opponents, rules, deadline_ms)
+        await self.open(challenge)
+        return challenge
+
+    async def prepare(
+        self, challenger: Account, opponents: list[str], rules: Rules, deadline_ms: int
+    ) -> Challenge:
+        """The challenge of the accounts named ``opponents``, checked and not yet made; raises
+        ChallengeError for an unknown, banned or repeated name, the challenger itself, or a
+        count that is not the rules'."""
         if len(opponents) + 1 != rules.players:
             raise ChallengeError(
                 422,
@@ -174,7 +190,7 @@ class Challenges:
                 )
             found.append(account)
         now = round(time.time(), 3)
-        challenge = Challenge(
+        return Challenge(
             id="c-" + secrets.token_hex(6),
             challenger=challenger.id,
             opponents=tuple(a.id for a in found),
@@ -187,6 +203,10 @@ class Challenges:
             created=now,
             expires=now + self.ttl_s,
         )
+
+    async def open(self, challenge: Challenge) -> None:
+        """Make a prepared challenge: store it, list it for every account involved and tell
+        those challenged."""
         key = self.key(challenge.id)
         await self.redis.hset(
             key,
@@ -194,11 +214,11 @@ class Challenges:
                 "from": challenge.challenger,
                 "to": msgspec.json.encode(list(challenge.opponents)),
                 "names": msgspec.json.encode(list(challenge.names)),
-                "rules": JSON.encode(rules),
-                "deadline_ms": deadline_ms,
+                "rules": JSON.encode(challenge.rules),
+                "deadline_ms": challenge.deadline_ms,
                 "status": "open",
                 "accepted": "[]",
-                "created": repr(now),
+                "created": repr(challenge.created),
                 "expires": repr(challenge.expires),
             },
         )
@@ -207,15 +227,25 @@ class Challenges:
             await self._index(account_id, challenge)
         for account_id in challenge.opponents:
             await self.feeds.append(account_id, "challenge", {"challenge": challenge.public()})
-        return challenge
 
     async def _index(self, account_id: str, challenge: Challenge) -> None:
-        key = self.index(account_id)
+        key, still_open = self.index(account_id), self.open_index(account_id)
+        now = time.time()
         pipe = self.redis.pipeline(transaction=False)
-        pipe.zremrangebyscore(key, "-inf", time.time() - 3600)
+        pipe.zremrangebyscore(key, "-inf", now - 3600)
         pipe.zadd(key, {challenge.id: challenge.expires})
         pipe.zremrangebyrank(key, 0, -201)  # the latest 200 at most
         pipe.expire(key, self.ttl_s + 3600)
+        pipe.zremrangebyscore(still_open, "-inf", now)  # expired
+        pipe.zadd(still_open, {challenge.id: challenge.expires})
+        pipe.expire(still_open, self.ttl_s)
+        await pipe.execute()
+
+    async def _closed(self, challenge: Challenge) -> None:
+        """The challenge is no longer open: off every involved account's open list."""
+        pipe = self.redis.pipeline(transaction=False)
+        for account_id in challenge.seats:
+            pipe.zrem(self.open_index(account_id), challenge.id)
         await pipe.execute()
 
     async def get(self, challenge_id: str) -> Challenge | None:
@@ -280,6 +310,7 @@ class Challenges:
             who = "made" if role == "from" else "made to you"
             raise ChallengeError(403, "not_yours", f"only a challenge you {who} can be {status}")
         now = await self._involved(account, challenge_id)
+        await self._closed(now)
         for other in now.seats:
             if other != account.id:
                 await self.feeds.append(
@@ -294,17 +325,31 @@ class Challenges:
         await self.redis.hset(
             self.key(challenge_id), mapping={"status": status, "match_id": match_id or ""}
         )
+        challenge = await self.get(challenge_id)
+        if challenge is not None:
+            await self._closed(challenge)
 
     async def mine(self, account: Account) -> list[Challenge]:
-        """The account's challenges, made or received, still open or closed within the hour,
-        newest first: the latest LISTED of them, however many others sent it (each is read)."""
-        ids = cast(
+        """The account's challenges, made or received, newest first: every one still open
+        (however many others were made and closed since), then the latest closed within the
+        hour, LISTED in all (more only if more are open)."""
+        now = time.time()
+        still_open = cast(
+            list[bytes],
+            await self.redis.zrangebyscore(self.open_index(account.id), now, "+inf"),
+        )
+        recent = cast(
             list[bytes],
             await self.redis.zrevrangebyscore(
-                self.index(account.id), "+inf", time.time() - 3600, 0, LISTED
+                self.index(account.id), "+inf", now - 3600, 0, LISTED
             ),
         )
-        out = [c for i in ids if (c := await self.get(i.decode())) is not None]
+        ids = dict.fromkeys(i.decode() for i in [*still_open, *recent])
+        found = [c for i in ids if (c := await self.get(i)) is not None]
+        opened = [c for c in found if c.status in ("open", "starting")]
+        closed = [c for c in found if c.status not in ("open", "starting")]
+        closed.sort(key=lambda c: -c.created)
+        out = opened + closed[: max(0, LISTED - len(opened))]
         return sorted(out, key=lambda c: -c.created)
 
 

@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -71,10 +71,13 @@ class Seek(msgspec.Struct, frozen=True, kw_only=True):
     rating: float
     since: float
     expires: float
+    client: str = ""  # the address that made it (for the gateway's limits; not shown)
 
     def public(self) -> dict[str, Any]:
-        """The seek as JSON."""
-        return msgspec.to_builtins(self)  # type: ignore[no-any-return]
+        """The seek as JSON (what its account may see)."""
+        out: dict[str, Any] = msgspec.to_builtins(self)
+        out.pop("client", None)
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,14 +102,19 @@ class Window:
 
 
 def form_groups(
-    seeks: Sequence[Seek], need: int, now: float, window: Window, fill_after_s: float | None
+    seeks: Sequence[Seek],
+    need: int,
+    now: float,
+    window: Window,
+    fill_after_s: float | None,
+    unfilled: Collection[str] = (),
 ) -> list[Group]:
     """Groups of ``need`` seeks to start now, the longest waiting served first.
 
     Two seeks go together when their ratings are within both their windows; a group takes the
     seeks nearest in rating to the one that has waited longest. A seek that has waited
     ``fill_after_s`` (None: never) and found too few takes what it can and house bots sit in
-    the seats left.
+    the seats left; the seeks of ``unfilled`` (ids) play no match with house bots.
     """
     free = sorted(seeks, key=lambda s: (s.since, s.id))
     used: set[str] = set()
@@ -133,7 +141,8 @@ def form_groups(
         waited = now - first.since
         if len(chosen) == need - 1:
             group = Group((first, *chosen), 0)
-        elif fill_after_s is not None and waited >= fill_after_s:
+        elif fill_after_s is not None and waited >= fill_after_s and first.id not in unfilled:
+            chosen = [s for s in chosen if s.id not in unfilled]
             group = Group((first, *chosen), need - 1 - len(chosen))
         else:
             continue
@@ -144,10 +153,24 @@ def form_groups(
 
 ADD = LuaScript(
     """
--- KEYS: the kind's seeks, its seekers. ARGV: account id, seek id, seek JSON
+-- KEYS: the kind's seeks, its seekers, then every kind's seeks and seekers in turn
+-- ARGV: account id, seek id, seek JSON, the most kinds the account may wait for (0: any)
+-- Returns the account's seek of that kind if it has one, 0 when it waits for the most kinds
+-- already, else nil (queued).
 local held = redis.call('HGET', KEYS[2], ARGV[1])
 if held and redis.call('HEXISTS', KEYS[1], held) == 1 then
   return held
+end
+local most = tonumber(ARGV[4])
+if most > 0 then
+  local waiting = 0
+  for i = 3, #KEYS, 2 do
+    local other = redis.call('HGET', KEYS[i + 1], ARGV[1])
+    if other and redis.call('HEXISTS', KEYS[i], other) == 1 then
+      waiting = waiting + 1
+    end
+  end
+  if waiting >= most then return 0 end
 end
 redis.call('HSET', KEYS[1], ARGV[2], ARGV[3])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
@@ -171,6 +194,9 @@ _SEEK = msgspec.json.Decoder(Seek)
 
 Starter = Callable[[Kind, Group], Awaitable[str | None]]
 """Starts the match of a group (house bots in the last seats); returns its id, or None."""
+MayFill = Callable[[Seek], Awaitable[bool]]
+"""Whether house bots may fill a seek's match (its account and address are within their
+limits)."""
 Rating = Callable[[str, str], Awaitable[float]]
 """An account's rating in a family (account id, family)."""
 
@@ -196,9 +222,26 @@ class Seeks:
     def _key(self, what: str, kind: str = "") -> str:
         return f"{self.keys.prefix}:{{mm}}:{what}" + (f":{kind}" if kind else "")
 
-    async def add(self, account: Account, kind_name: str, rating: float) -> tuple[Seek, bool]:
-        """Queue ``account`` for ``kind_name``; return the seek and whether it is new (an
-        account already waiting for that kind gets its existing seek back)."""
+    def _queue_keys(self, kind_name: str) -> list[str]:
+        """The kind's seeks and seekers, then every kind's (for counting an account's)."""
+        keys = [self._key("seeks", kind_name), self._key("seekers", kind_name)]
+        for kind in KINDS:
+            keys += [self._key("seeks", kind), self._key("seekers", kind)]
+        return keys
+
+    async def add(
+        self,
+        account: Account,
+        kind_name: str,
+        rating: float,
+        *,
+        client: str = "",
+        most: int = 0,
+    ) -> tuple[Seek, bool]:
+        """Queue ``account`` (asking from address ``client``) for ``kind_name``; return the
+        seek and whether it is new (an account already waiting for that kind gets its existing
+        seek back). Raises SeekError 429 ``seeks_per_account`` when the account already waits
+        for ``most`` other kinds (0: no limit)."""
         if kind_name not in KINDS:
             raise SeekError(
                 422, "unknown_kind", f"kind is one of {', '.join(KINDS)}, not {kind_name!r}"
@@ -212,12 +255,20 @@ class Seeks:
             rating=round(rating, 3),
             since=now,
             expires=now + self.ttl_s,
+            client=client,
         )
         held = await ADD(
             self.redis,
-            [self._key("seeks", kind_name), self._key("seekers", kind_name)],
-            [account.id, seek.id, msgspec.json.encode(seek)],
+            self._queue_keys(kind_name),
+            [account.id, seek.id, msgspec.json.encode(seek), most],
         )
+        if held == 0:
+            raise SeekError(
+                429,
+                "seeks_per_account",
+                f"{account.name} waits for {most} kinds of game already: withdraw a seek, or "
+                "wait for one to be matched",
+            )
         if held:
             existing = await self.get(kind_name, held.decode())
             if existing is not None:
@@ -266,8 +317,8 @@ class Seeks:
         for s in seeks:
             await ADD(
                 self.redis,
-                [self._key("seeks", s.kind), self._key("seekers", s.kind)],
-                [s.account, s.id, msgspec.json.encode(s)],
+                self._queue_keys(s.kind),
+                [s.account, s.id, msgspec.json.encode(s), 0],
             )
 
     @property
@@ -307,6 +358,7 @@ class Matchmaker:
         fill_after_s: float | None = 30.0,
         interval_s: float = 0.25,
         also: Sequence[Callable[[float], Awaitable[int]]] = (),
+        may_fill: MayFill | None = None,
     ) -> None:
         self.seeks = seeks
         self.also = list(also)  # more work for the lease holder (the arenas' runner)
@@ -315,6 +367,7 @@ class Matchmaker:
         self.window = window or Window()
         self.fill_after_s = fill_after_s
         self.interval_s = interval_s
+        self.may_fill = may_fill
 
     async def run(self, stop: asyncio.Event) -> None:
         """Pair until ``stop`` is set; a failed round is logged and tried again."""
@@ -351,7 +404,7 @@ class Matchmaker:
                         )
                 else:
                     live.append(seek)
-            for group in form_groups(live, kind.players, now, self.window, self.fill_after_s):
+            for group in await self._groups(live, kind, now):
                 if not await self.seeks.take(group.seeks):
                     continue
                 match_id = None
@@ -370,3 +423,21 @@ class Matchmaker:
                         house=group.house,
                     )
         return started
+
+    async def _groups(self, live: Sequence[Seek], kind: Kind, now: float) -> list[Group]:
+        """The groups to start now; a seek that house bots may not fill (:attr:`may_fill`)
+        waits in the queue for other accounts, and the others are grouped without it."""
+        unfilled: set[str] = set()
+        asked: set[str] = set()
+        while True:
+            groups = form_groups(live, kind.players, now, self.window, self.fill_after_s, unfilled)
+            if self.may_fill is None:
+                return groups
+            refused = set()
+            for seek in (s for g in groups if g.house for s in g.seeks if s.id not in asked):
+                asked.add(seek.id)
+                if not await self.may_fill(seek):
+                    refused.add(seek.id)
+            if not refused:
+                return groups
+            unfilled |= refused

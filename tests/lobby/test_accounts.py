@@ -205,3 +205,23 @@ def test_no_token_begins_like_a_command_line_option() -> None:
     accounts = {account_token() for _ in range(2000)}
     assert all(t.startswith("dst_") for t in seats) and len(seats) == 2000
     assert all(t.startswith("dab_") for t in accounts) and len(accounts) == 2000
+
+
+async def test_an_open_challenge_stays_in_the_list_through_a_flood_of_closed_ones(
+    redis: Redis, keys: Keys
+) -> None:
+    accounts = Accounts(redis, keys)
+    feeds = AccountFeeds(redis, keys)
+    challenges = Challenges(redis, keys, accounts, feeds, ttl_s=600)
+    target, _ = await accounts.register("flooded")
+    friend, _ = await accounts.register("friendly")
+    pest, _ = await accounts.register("pest")
+    rules = Rules.make("straight", players=2)
+    real = await challenges.create(friend, ["flooded"], rules, 5000)
+    for _ in range(250):  # more than the index keeps, each made after the real one and closed
+        made = await challenges.create(pest, ["flooded"], rules, 5000)
+        await challenges.cancel(pest, made.id)
+    listed = await challenges.mine(target)
+    assert real.id in [c.id for c in listed if c.status == "open"]
+    assert len(listed) == 100  # the open one, and the latest closed ones
+    assert [c.id for c in listed if c.status == "open"] == [real.id]

@@ -63,6 +63,15 @@ def test_house_bots_fill_after_the_wait() -> None:
     assert groups == [Group((seeks[0],), 3), Group((seeks[1],), 3)]
 
 
+@pytest.mark.behaviour
+def test_a_seek_house_bots_may_not_fill_waits_and_the_others_are_filled_without_it() -> None:
+    seeks = [seek(1, 0, 90), seek(2, 2, 100), seek(3, 3, 100)]
+    groups = form_groups(seeks, 4, 131, W, fill_after_s=30, unfilled={"s-1"})
+    assert groups == [Group((seeks[1], seeks[2]), 2)]  # s-1 waited longest, yet waits on
+    full = form_groups([*seeks, seek(4, 1, 100)], 4, 131, W, fill_after_s=30, unfilled={"s-1"})
+    assert [len(g.seeks) for g in full] == [4]  # with other accounts it plays at once
+
+
 @pytest.fixture
 async def redis(redis_url: str) -> AsyncIterator[Redis]:
     client = client_for(redis_url)
@@ -137,3 +146,56 @@ async def test_expired_seeks_leave_and_say_so(redis: Redis, key_prefix: str) -> 
     await Matchmaker(queue, never, "t", window=W, fill_after_s=None).tick(s1.since + 6)
     assert await queue.waiting("express-3p") == []
     assert b'"type":"seek_expired"' in (await feeds.read(a.id, 0))[-1][1]
+
+
+@pytest.mark.behaviour
+@pytest.mark.anyio
+async def test_an_account_waits_for_at_most_the_kinds_it_is_allowed(
+    redis: Redis, key_prefix: str
+) -> None:
+    keys = Keys(key_prefix, 4)
+    queue = Seeks(redis, keys, AccountFeeds(redis, keys), ttl_s=600)
+    a, _ = await Accounts(redis, keys).register("ann")
+    first, _ = await queue.add(a, "express-2p", 0.0, client="127.0.0.9", most=2)
+    await queue.add(a, "straight-2p", 0.0, most=2)
+    again, new = await queue.add(a, "express-2p", 0.0, most=2)
+    assert again.id == first.id and not new and again.client == "127.0.0.9"
+    with pytest.raises(SeekError) as e:
+        await queue.add(a, "express-3p", 0.0, most=2)
+    assert (e.value.status, e.value.code) == (429, "seeks_per_account")
+    assert "client" not in first.public()  # the address is the gateway's, not shown
+    await queue.withdraw(a, first.id)
+    await queue.add(a, "express-3p", 0.0, most=2)
+    await queue.put_back([first])  # a match that could not start: back, whatever the limit
+    assert len(await queue.mine(a)) == 3
+
+
+@pytest.mark.behaviour
+@pytest.mark.anyio
+async def test_the_matchmaker_leaves_a_seek_unfilled_while_it_may_not_have_house_bots(
+    redis: Redis, key_prefix: str
+) -> None:
+    keys = Keys(key_prefix, 4)
+    accounts = Accounts(redis, keys)
+    queue = Seeks(redis, keys, AccountFeeds(redis, keys), ttl_s=600)
+    a, _ = await accounts.register("ann")
+    b, _ = await accounts.register("bob")
+    s1, _ = await queue.add(a, "express-3p", 0.0)
+    await queue.add(b, "express-3p", 0.0)
+    started: list[Group] = []
+    allowed = {b.id}
+
+    async def start(kind: Kind, group: Group) -> str | None:
+        started.append(group)
+        return f"m-{len(started)}"
+
+    async def may_fill(s: Seek) -> bool:
+        return s.account in allowed
+
+    maker = Matchmaker(queue, start, "t", window=W, fill_after_s=30, may_fill=may_fill)
+    assert await maker.tick(s1.since + 31) == 1
+    assert [[s.account for s in g.seeks] for g in started] == [[b.id]]  # ann's seek waits
+    assert [s.account for s in await queue.waiting("express-3p")] == [a.id]
+    allowed.add(a.id)
+    assert await maker.tick(s1.since + 32) == 1
+    assert [s.account for s in started[-1].seeks] == [a.id]

@@ -93,7 +93,7 @@ async def test_two_account_bots_challenge_each_other_and_finish_the_match(
         account(url, "alpha"), account(url, "bravo")
     )
     a_bot, b_bot = Heaviest(), Heaviest()
-    b_run = asyncio.create_task(b_bot.play_account(url, b_token, games=1))
+    b_run = asyncio.create_task(b_bot.play_account(url, b_token, games=1, accept_from=[a_name]))
     a_run = asyncio.create_task(a_bot.play_account(url, a_token, games=1))
     made = await challenge(url, a_token, [b_name])
     assert made.status == "open" and [c.name for c in made.to] == [b_name]
@@ -143,7 +143,7 @@ async def test_one_account_bot_plays_two_matches_at_once_and_declines_past_its_c
     gateways: Gateways,
 ) -> None:
     url = gateways.url
-    (a_name, a_token), (_, b_token) = await asyncio.gather(
+    (a_name, a_token), (b_name, b_token) = await asyncio.gather(
         account(url, "busy"), account(url, "host")
     )
 
@@ -158,7 +158,7 @@ async def test_one_account_bot_plays_two_matches_at_once_and_declines_past_its_c
 
     a_bot, b_bot = Heaviest(), Challenger()
     a_bot.max_matches = 2
-    a_run = asyncio.create_task(a_bot.play_account(url, a_token))
+    a_run = asyncio.create_task(a_bot.play_account(url, a_token, accept_from=[b_name]))
     b_run = asyncio.create_task(b_bot.play_account(url, b_token, games=2))
     rules = {"family": "straight", "players": 2, "target": 60}
     for _ in range(2):
@@ -178,9 +178,86 @@ async def test_one_account_bot_plays_two_matches_at_once_and_declines_past_its_c
     assert b_bot.declined == [third.id]
 
 
+async def statuses(url: str, token: str) -> dict[str, str]:
+    """The status of each challenge of the account of ``token``, by id."""
+    client = AccountClient(url, token)
+    try:
+        return {c.id: c.status for c in await client.challenges()}
+    finally:
+        await client.aclose()
+
+
+async def until_status(url: str, token: str, challenge_id: str, timeout: float = 20.0) -> str:
+    """A challenge's status once it is no longer open."""
+    deadline = time.monotonic() + timeout
+    while (status := (await statuses(url, token))[challenge_id]) == "open":
+        assert time.monotonic() < deadline, f"{challenge_id} stayed open"
+        await asyncio.sleep(0.2)
+    return status
+
+
+async def test_an_account_bot_declines_every_challenge_unless_told_whose_to_take(
+    gateways: Gateways,
+) -> None:
+    """By default nobody's; with ``accept_from`` those accounts' challenges, and only with
+    turns no slower than ``accept_deadline_ms``."""
+    url = gateways.url
+    (host, host_token), (friend, friend_token), (_, stranger_token) = await asyncio.gather(
+        account(url, "host"), account(url, "friend"), account(url, "stranger")
+    )
+    lone = Heaviest()
+    lone_run = asyncio.create_task(lone.play_account(url, host_token, games=1))
+    from_friend = await challenge(url, friend_token, [host])
+    assert await until_status(url, host_token, from_friend.id) == "declined"
+    lone.stop()
+    assert await asyncio.wait_for(lone_run, 20) == []
+
+    host_bot, friend_bot = Heaviest(), Heaviest()
+    runs = [
+        asyncio.create_task(host_bot.play_account(url, host_token, games=1, accept_from=[friend])),
+        asyncio.create_task(friend_bot.play_account(url, friend_token, games=1)),
+    ]
+    from_stranger = await challenge(url, stranger_token, [host])
+    assert await until_status(url, host_token, from_stranger.id) == "declined"
+    client = AccountClient(url, friend_token)
+    try:
+        slow = await client.challenge([host], rules=SHORT, deadline_ms=60_000)
+        assert await until_status(url, host_token, slow.id) == "declined"
+        quick = await client.challenge([host], rules=SHORT, deadline_ms=5_000)
+    finally:
+        await client.aclose()
+    (host_end,), (friend_end,) = await asyncio.wait_for(asyncio.gather(*runs), 90)
+    assert host_end.match_id == friend_end.match_id
+    assert (await statuses(url, host_token))[quick.id] == "started"
+
+
+async def test_an_account_bot_that_overrides_accept_chooses_its_own_games(
+    gateways: Gateways,
+) -> None:
+    url = gateways.url
+    (host, host_token), (_, guest_token) = await asyncio.gather(
+        account(url, "choosy"), account(url, "caller")
+    )
+
+    class StraightOnly(Heaviest):
+        def accept(self, challenge: Challenge, live: int) -> bool:
+            return challenge.rules.family == "straight"
+
+    runs = [
+        asyncio.create_task(StraightOnly().play_account(url, host_token, games=1)),
+        asyncio.create_task(Heaviest().play_account(url, guest_token, games=1)),
+    ]
+    express = await challenge(url, guest_token, [host], family="express", players=2, target=30)
+    assert await until_status(url, host_token, express.id) == "declined"
+    straight = await challenge(url, guest_token, [host], family="straight", players=2, target=30)
+    (host_end,), _ = await asyncio.wait_for(asyncio.gather(*runs), 90)
+    assert (await statuses(url, host_token))[straight.id] == "started"
+    assert host_end.match_id is not None
+
+
 async def test_an_account_bot_resigns_a_match_when_asked(gateways: Gateways) -> None:
     url = gateways.url
-    (a_name, a_token), (_, b_token) = await asyncio.gather(
+    (a_name, a_token), (b_name, b_token) = await asyncio.gather(
         account(url, "quitter"), account(url, "stayer")
     )
 
@@ -191,7 +268,7 @@ async def test_an_account_bot_resigns_a_match_when_asked(gateways: Gateways) -> 
 
     quitter, stayer = Quitter(), Heaviest()
     runs = [
-        asyncio.create_task(quitter.play_account(url, a_token, games=1)),
+        asyncio.create_task(quitter.play_account(url, a_token, games=1, accept_from=[b_name])),
         asyncio.create_task(stayer.play_account(url, b_token, games=1)),
     ]
     await challenge(url, b_token, [a_name], family="straight", players=2, target=250)
@@ -215,7 +292,7 @@ async def test_an_account_bot_finishes_its_match_through_a_gateway_killed_mid_ma
     a_bot, b_bot = Heaviest(), Heaviest()
     runs = [
         asyncio.create_task(a_bot.play_account(url, a_token, games=1)),
-        asyncio.create_task(b_bot.play_account(url, b_token, games=1)),
+        asyncio.create_task(b_bot.play_account(url, b_token, games=1, accept_from=[a_name])),
     ]
     await challenge(url, a_token, [b_name], family="express", players=2, target=100)
     deadline = time.monotonic() + 20
@@ -245,13 +322,13 @@ async def test_an_account_bot_waits_out_429s_and_still_finishes(
     caplog.set_level(logging.INFO, logger="domino_sdk")
     name = f"gateway-sdk-slow-{uuid.uuid4().hex[:6]}"
     url = await asyncio.to_thread(gateways.spawn_gateway, name, free_port(), SLOW_MOVES)
-    (_, a_token), (b_name, b_token) = await asyncio.gather(
+    (a_name, a_token), (b_name, b_token) = await asyncio.gather(
         account(url, "hasty"), account(url, "rushed")
     )
     a_bot, b_bot = Heaviest(), Heaviest()
     runs = [
         asyncio.create_task(a_bot.play_account(url, a_token, games=1)),
-        asyncio.create_task(b_bot.play_account(url, b_token, games=1)),
+        asyncio.create_task(b_bot.play_account(url, b_token, games=1, accept_from=[a_name])),
     ]
     await challenge(url, a_token, [b_name], family="straight", players=2, target=30)
     (a_end,), (b_end,) = await asyncio.wait_for(asyncio.gather(*runs), 120)

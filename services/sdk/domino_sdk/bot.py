@@ -15,8 +15,9 @@ With an account token the same bot plays as the account, every match it is in at
 
     Heaviest().run_account(url, account_token, seek="express-4p", games=20)
 
-It answers challenges by :meth:`Bot.accept`, keeps a seek in the queue while it has games to
-play, and returns once they have all finished (docs/bots.md).
+It answers challenges by :meth:`Bot.accept` — by default it declines every one unless told
+whose to take (``accept_from``) — keeps a seek in the queue while it has games to play, and
+returns once they have all finished (docs/bots.md).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import abc
 import asyncio
 import contextvars
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 import httpx
 
@@ -49,6 +50,14 @@ class Bot(abc.ABC):
     max_matches = 4
     """As an account: seek no more, and by default accept no challenge, while this many of its
     matches are live."""
+    accept_from: Collection[str] = ()
+    """As an account: the accounts (names or ids) whose challenges :meth:`accept` takes by
+    default; ``"*"`` among them: any account's. Empty (the default): every challenge is
+    declined, so nobody can fill the bot's matches with games it did not ask for."""
+    accept_deadline_ms = 10_000
+    """As an account: the longest turn (a challenge's ``deadline_ms``) :meth:`accept` takes by
+    default: a challenger allowed slow turns could keep a match, and one of ``max_matches``,
+    busy for a long while."""
 
     _session: AccountSession | None = None
 
@@ -74,8 +83,16 @@ class Bot(abc.ABC):
 
     def accept(self, challenge: Challenge, live: int) -> bool:
         """Whether to accept a challenge made to the account, ``live`` being how many of its
-        matches are being played now; by default, while fewer than ``max_matches``."""
-        return live < self.max_matches
+        matches are being played now. By default only a challenge from an account of
+        :attr:`accept_from` (none unless set), whose turns last at most
+        :attr:`accept_deadline_ms`, while fewer than ``max_matches`` are live; override to
+        choose by opponent, rules or anything else."""
+        who = challenge.challenger
+        named = (
+            "*" in self.accept_from or who.name in self.accept_from or who.id in self.accept_from
+        )
+        quick = 0 < challenge.deadline_ms <= self.accept_deadline_ms
+        return named and quick and live < self.max_matches
 
     def on_account_event(self, event: SeenAccountEvent) -> None:  # noqa: B027 - optional hook
         """Called with every event of the account stream (challenges, matches started and
@@ -112,15 +129,22 @@ class Bot(abc.ABC):
         seek: str | None = None,
         games: int | None = None,
         max_matches: int | None = None,
+        accept_from: Collection[str] | None = None,
         client: httpx.AsyncClient | None = None,
     ) -> list[MatchFinished]:
         """Play as the account of ``token`` (``dab_...``): every match it is in, at once.
 
         ``seek``: a kind of game (``express-4p``, ``straight-2p``, …) to keep seeking; ``games``:
         how many matches to start in all before taking no more (None: until :meth:`stop`);
-        ``max_matches``: the cap of live matches (default the class's). Returns the matches
-        finished, in order, once every one started has finished.
+        ``max_matches``: the cap of live matches (default the class's); ``accept_from``: the
+        accounts whose challenges :meth:`accept` takes (``["*"]``: anyone's; default the
+        class's, nobody's). Returns the matches finished, in order, once every one started has
+        finished.
         """
+        if accept_from is not None:
+            if isinstance(accept_from, str):
+                raise TypeError("accept_from is a collection of names: ['OtherBot'], or ['*']")
+            self.accept_from = frozenset(accept_from)
         account = AccountClient(url, token, client=client)
         cap = self.max_matches if max_matches is None else max_matches
         session = AccountSession(self, account, seek=seek, games=games, max_matches=cap)
@@ -141,12 +165,20 @@ class Bot(abc.ABC):
         seek: str | None = None,
         games: int | None = None,
         max_matches: int | None = None,
+        accept_from: Collection[str] | None = None,
     ) -> list[MatchFinished]:
         """:meth:`play_account`, blocking."""
         _log_at_info_unless_configured()
         with asyncio.Runner(loop_factory=_fastest_loop()) as runner:
             return runner.run(
-                self.play_account(url, token, seek=seek, games=games, max_matches=max_matches)
+                self.play_account(
+                    url,
+                    token,
+                    seek=seek,
+                    games=games,
+                    max_matches=max_matches,
+                    accept_from=accept_from,
+                )
             )
 
     # -- one seat --------------------------------------------------------------------------------

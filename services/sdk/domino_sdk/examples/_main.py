@@ -1,7 +1,8 @@
 """The command line shared by the examples: a gateway URL and a token (or a match to join).
 
 With an account token (``dab_...``) the example plays as the account: every match it is in,
-the challenges made to it, and with ``--seek KIND --games N`` N games from the seek queue.
+the challenges of the accounts of ``--accept-from`` (none by default), and with
+``--seek KIND --games N`` N games from the seek queue.
 """
 
 from __future__ import annotations
@@ -23,10 +24,19 @@ def main(bot: Bot, argv: list[str] | None = None) -> int:
     who.add_argument("--join", metavar="MATCH_ID", help="join this match's first open seat")
     parser.add_argument("--seek", metavar="KIND", help="as an account: seek games of this kind")
     parser.add_argument("--games", type=int, help="as an account: play this many, then exit")
+    parser.add_argument(
+        "--accept-from",
+        metavar="NAMES",
+        help="as an account: accept challenges from these accounts (comma-separated; * for "
+        "any); default: decline them all",
+    )
     args = parser.parse_args(argv)
     token = args.token
     if token is not None and is_account_token(token):
-        finished = bot.run_account(args.url, token, seek=args.seek, games=args.games)
+        accept = None if args.accept_from is None else args.accept_from.split(",")
+        finished = bot.run_account(
+            args.url, token, seek=args.seek, games=args.games, accept_from=accept
+        )
         for f in finished:
             print(f"{f.match_id}: {f.result}, scores {list(f.scores)} ({f.reason})")
         return 0
