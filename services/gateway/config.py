@@ -264,6 +264,40 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
             "a stream this many bytes behind is cut (its client resumes)",
         ),
     ] = 1 << 20
+    # Bulk reads take a place before they read a log (services/gateway/admission.py), so that
+    # a burst of them never holds up play: moves and seat streams never take one.
+    bulk_reads: Annotated[
+        int,
+        Var(
+            "DOMINO_GATEWAY_BULK_READS",
+            "bulk reads (replays, spectator streams resumed from an event, match lists, "
+            "ratings, players) one gateway process makes at once; play never waits for them",
+        ),
+    ] = 16
+    bulk_reads_per_s: Annotated[
+        float,
+        Var(
+            "DOMINO_GATEWAY_BULK_READS_PER_S",
+            "bulk reads one gateway process starts a second at most (a burst of "
+            "DOMINO_GATEWAY_BULK_READS at once); the others wait for their turn, or get 429",
+        ),
+    ] = 200.0
+    bulk_wait_s: Annotated[
+        float,
+        Var(
+            "DOMINO_GATEWAY_BULK_WAIT_S",
+            "the longest a bulk read waits for its turn; one whose turn is further away is "
+            "answered 429 at once, with a retry_after that is its turn",
+        ),
+    ] = 2.0
+    finished_cache_bytes: Annotated[
+        int,
+        Var(
+            "DOMINO_GATEWAY_FINISHED_CACHE_BYTES",
+            "finished matches' replays and stream lines one gateway process keeps made, in "
+            "bytes (a finished match's log never changes)",
+        ),
+    ] = 64 << 20
 
     operator_token: Annotated[
         str,
