@@ -35,6 +35,7 @@ from engine.views import redact, view_for
 from events.codec import JSON, DecodeError
 from events.envelope import Envelope
 from events.model import AnyCommand, AnyEvent, MatchEnded, Rejection, RoundEnded, TurnTimedOut
+from services.gateway.finished import Finished, Kept
 from services.gateway.protocol import EventLine, Gap, Snapshot, TurnLine, frame
 from services.redis.clock import ServerClock
 from services.redis.connection import Client
@@ -47,6 +48,7 @@ from services.transport.redis import cancelled_here, id_ms
 log = structlog.get_logger()
 
 LINGER_S = 30.0  # a feed nobody follows is kept this long, so a reconnect finds it warm
+YIELD_EVERY = 200  # a long log is folded or framed this many events at a time, the loop between
 CLOCK_EVERY_S = 10.0  # how often the server's clock is read again
 
 
@@ -350,8 +352,10 @@ class Hub:
         replies: str,
         buffer_limit: int,
         tail: Lane | None,
+        finished: Finished | None = None,
     ) -> None:
         self.redis = redis
+        self.finished = finished  # finished matches' stream lines, made once
         self.tail = tail  # the blocking XREAD's own connection (None: one read per stream)
         self.store = store  # live logs, and archived ones (a finished match's stream)
         self.topo = topo
@@ -453,13 +457,21 @@ class Hub:
         came meanwhile are queued, and a snapshot after them — and, opened ``until=turn``,
         nothing after its turn."""
         out: list[bytes] = []
+        if after < upto and feed.over and sub.everything and self.finished is not None:
+            key = ("lines", feed.match_id, sub.seat, sub.sse)
+            kept = await self.finished.get_or_make(key, lambda: self._lines(feed, sub, upto))
+            if kept is not None and len(kept.ends) == upto:
+                out.append(kept.lines(after, upto))
+                after = upto
         if after < upto:
             records = await self.store.read(feed.match_id, after + 1, upto)
             if [r.version for r in records] != list(range(after + 1, upto + 1)):
                 oldest = records[0].version if records else upto + 1
                 return self._resync(feed, sub, after, oldest)
-            for record in records:
+            for i, record in enumerate(records):
                 env = JSON.decode_envelope(record.data)
+                if i % YIELD_EVERY == YIELD_EVERY - 1:
+                    await asyncio.sleep(0)  # a long backlog: let play have the loop a while
                 if not sub.everything and not essential(env.event, sub.seat):
                     continue
                 line = EventLine(id=env.version, event=redact(env.event, sub.seat))
@@ -496,6 +508,25 @@ class Hub:
             if sub.until_turn:
                 sub.finish()
         return out
+
+    async def _lines(self, feed: Feed, sub: Subscriber, upto: int) -> Kept | None:
+        """Every event line of a finished match up to ``upto`` as ``sub`` sees them, in one
+        body, with where each ends; None when the log does not hold them all."""
+        lines: list[bytes] = []
+        ends: list[int] = []
+        end = 0
+        records = await self.store.read(feed.match_id, 1, upto)
+        if [r.version for r in records] != list(range(1, upto + 1)):
+            return None  # the log no longer holds them all here: the stream resyncs
+        for i, record in enumerate(records):
+            env = JSON.decode_envelope(record.data)
+            data = frame(EventLine(id=env.version, event=redact(env.event, sub.seat)), sub.sse)
+            lines.append(data)
+            end += len(data)
+            ends.append(end)
+            if i % YIELD_EVERY == YIELD_EVERY - 1:
+                await asyncio.sleep(0)
+        return Kept(b"".join(lines), tuple(ends))
 
     def unsubscribe(self, feed: Feed, sub: Subscriber) -> None:
         """A stream ended."""
@@ -722,8 +753,10 @@ class Hub:
         try:
             while True:
                 records = await self.store.read(feed.match_id, feed.version + 1)
-                for record in records:
+                for i, record in enumerate(records):
                     self._apply_loaded(feed, JSON.decode_envelope(record.data))
+                    if i % YIELD_EVERY == YIELD_EVERY - 1:
+                        await asyncio.sleep(0)  # a long log: let play have the loop a while
                 buffered = sorted(feed.buffer, key=lambda e: e.version)
                 feed.buffer.clear()
                 for env in buffered:
