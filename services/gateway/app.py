@@ -53,10 +53,20 @@ from events.model import (
 from services.bots.worker import pool_served
 from services.config import Settings
 from services.core.commands import new_match_id
+from services.gateway.admission import Admission, Held
 from services.gateway.config import GatewaySettings
 from services.gateway.credentials import Credential, Credentials
-from services.gateway.http import ApiError, App, Endpoint, Request, Response, decode_body
-from services.gateway.hub import FeedUnavailable, Flight, Hub, Outcome
+from services.gateway.finished import Finished, Kept
+from services.gateway.http import (
+    JSON_TYPE,
+    ApiError,
+    App,
+    Endpoint,
+    Request,
+    Response,
+    decode_body,
+)
+from services.gateway.hub import YIELD_EVERY, FeedUnavailable, Flight, Hub, Outcome
 from services.gateway.limits import (
     Cap,
     Charge,
@@ -215,6 +225,11 @@ class Gateway:
             "streams_per_client", config.streams_per_client, topo, lease_s
         )
         self.lobby_limits = LobbyLimits(config, topo)  # challenges, seeks' and house matches
+        # bulk reads wait for a place (play never does), and finished matches are made once
+        self.bulk = Admission(
+            "bulk_reads", config.bulk_reads, config.bulk_reads_per_s, config.bulk_wait_s
+        )
+        self.finished = Finished(config.finished_cache_bytes)
         # what a token opens, looked up in Redis once per token_cache_s
         cached_s, cached = config.token_cache_s, config.token_cache_size
         self._seats: SeatCache[tuple[str, int]] = SeatCache(cached_s, cached)  # token -> seat
@@ -290,6 +305,7 @@ class Gateway:
             self.replies,
             self.config.stream_buffer_bytes,
             tail,
+            self.finished,
         )
         await hub.start()
         accounts = Accounts(redis, self.topo)
@@ -1115,11 +1131,28 @@ class Gateway:
         next_page = None if after is None else after.text()
         return Response.json({"status": status, "matches": rows, "next": next_page})
 
-    async def replay(self, request: Request) -> Response:
+    async def replay(self, request: Request) -> Held:
         """GET /matches/{id}/replay[?seat=k]: every event and the view after it, as everyone
-        or (the match over) as one seat saw them (C8). One read of the log, one fold."""
+        or (the match over) as one seat saw them (C8). One read of the log, one fold, made
+        and written in a place for bulk reads; a finished match's is made once."""
         match_id = self._match_id(request)
         seat = _count(request, "seat", 0, None, None)
+        key = ("replay", match_id, seat)
+        place = await self.bulk.take()
+        try:
+            kept = self.finished.get(key)
+            if kept is None:
+                kept, over = await self._replay(match_id, seat)
+                if over:
+                    self.finished.put(key, kept)
+        except BaseException:
+            place.release()
+            raise
+        place.charge(len(kept.body))
+        return Held(Response(200, kept.body, [JSON_TYPE]), place)
+
+    async def _replay(self, match_id: str, seat: int | None) -> tuple[Kept, bool]:
+        """The replay's body, and whether the match is over (its replay never changes)."""
         version = await self.source.version(match_id)
         if version == 0:
             raise ApiError(404, "no_match", f"no match {match_id!r} (or it has not started)")
@@ -1127,13 +1160,11 @@ class Gateway:
             raise ApiError(
                 413, "replay_too_long", f"the match has {version} events: {REPLAYED} at most"
             )
-        envelopes = [
-            JSON.decode_envelope(r.data) for r in await self.source.read(match_id, 1, version)
-        ]
-        created = envelopes[0].event
+        records = await self.source.read(match_id, 1, version)
+        created = JSON.decode_envelope(records[0].data).event
         if not isinstance(created, MatchCreated):
             raise ApiError(404, "no_match", f"the log of {match_id!r} does not open a match")
-        over = isinstance(envelopes[-1].event, MatchEnded)
+        over = isinstance(JSON.decode_envelope(records[-1].data).event, MatchEnded)
         if seat is not None:
             if seat >= created.rules.players:
                 raise ApiError(404, "no_such_seat", f"seat {seat} does not exist (C3)")
@@ -1143,23 +1174,20 @@ class Gateway:
                 )
         frames: list[ReplayFrame] = []
         state: MatchState | None = None
-        for env in envelopes:
+        for i, record in enumerate(records):
+            env = JSON.decode_envelope(record.data)
             state = evolve(state, env.event)
             frames.append(
                 ReplayFrame(
                     id=env.version, event=redact(env.event, seat), view=view_for(state, seat)
                 )
             )
-            if env.version % 500 == 0:
-                await asyncio.sleep(0)  # a long match: let the streams have the loop a while
-        return Response.json(
-            Replay(
-                match_id=match_id,
-                seat=seat,
-                status="finished" if over else "live",
-                frames=frames,
-            )
+            if i % YIELD_EVERY == YIELD_EVERY - 1:
+                await asyncio.sleep(0)  # a long match: let play have the loop a while
+        replay = Replay(
+            match_id=match_id, seat=seat, status="finished" if over else "live", frames=frames
         )
+        return Kept(msgspec.json.encode(replay)), over
 
     async def ratings(self, request: Request) -> Response:
         """GET /ratings?family=express|straight: a family's ratings table, best first."""
@@ -1318,13 +1346,38 @@ class Gateway:
             self.seat_streams.release(lease)
             raise
 
-    async def spectate(self, request: Request) -> StreamResponse:
-        """GET /matches/{id}/stream: the public view (C8), as it happens."""
+    async def spectate(self, request: Request) -> StreamResponse | Held:
+        """GET /matches/{id}/stream: the public view (C8), as it happens. Opening one that
+        reads the log (resumed after an event, or of a match not followed here yet) is a bulk
+        read: it takes a place while it opens, and while it writes a finished match."""
         match_id = self._match_id(request)
         after = self.resume_point(request)
         sse = self.wants_sse(request)
         everything = self.wants_everything(request)
         views = self.wants_views(request)
+        if after is None and match_id in self.hub.feeds:
+            return await self._spectate(match_id, after, sse, everything, views, request)
+        place = await self.bulk.take()
+        try:
+            stream = await self._spectate(match_id, after, sse, everything, views, request)
+        except BaseException:
+            place.release()
+            raise
+        if stream.feed.over:  # its backlog is all it writes: the place is held meanwhile
+            place.charge(sum(len(lines) for lines in stream.first))
+            return Held(stream, place)
+        place.release()
+        return stream
+
+    async def _spectate(
+        self,
+        match_id: str,
+        after: int | None,
+        sse: bool,
+        everything: bool,
+        views: bool,
+        request: Request,
+    ) -> StreamResponse:
         if match_id not in self.hub.feeds:
             exists = await self.lobby.get(match_id) is not None
             if not exists and await self.source.version(match_id) == 0:
@@ -1644,7 +1697,7 @@ def create_app(
         Route("/readyz", Endpoint(gw.ready), methods=["GET"]),
         Route("/metrics", Endpoint(gw.metrics), methods=["GET"]),
         Route(f"{API}/openapi.json", Endpoint(gw.openapi), methods=["GET"]),
-        Route(f"{API}/matches", Endpoint(gw.list_matches), methods=["GET"]),
+        Route(f"{API}/matches", Endpoint(gw.bulk.admitted(gw.list_matches)), methods=["GET"]),
         Route(f"{API}/matches", Endpoint(gw.create_match), methods=["POST"]),
         Route(f"{API}/seat", Endpoint(gw.whoami), methods=["GET"]),
         Route(m, Endpoint(gw.get_match), methods=["GET"]),
@@ -1652,8 +1705,10 @@ def create_app(
         Route(f"{m}/join", Endpoint(gw.join), methods=["POST"]),
         Route(f"{m}/stream", Endpoint(gw.spectate), methods=["GET"]),
         Route(f"{m}/replay", Endpoint(gw.replay), methods=["GET"]),
-        Route(f"{API}/ratings", Endpoint(gw.ratings), methods=["GET"]),
-        Route(f"{API}/players/{{key:path}}", Endpoint(gw.player), methods=["GET"]),
+        Route(f"{API}/ratings", Endpoint(gw.bulk.admitted(gw.ratings)), methods=["GET"]),
+        Route(
+            f"{API}/players/{{key:path}}", Endpoint(gw.bulk.admitted(gw.player)), methods=["GET"]
+        ),
         Route(*seat_stream, methods=["GET"]),
         Route(*moves, methods=["POST"]),
         Route(f"{API}/accounts", Endpoint(p.register), methods=["POST"]),

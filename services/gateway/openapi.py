@@ -181,6 +181,8 @@ def _body(component: str, required: bool = True) -> dict[str, Any]:
 
 
 _UNAVAILABLE = _error("Redis is unreachable: retry", "unavailable")
+_BULK = _limited("bulk_reads", 0.5)
+"""A bulk read (a replay, a list, a fold) that found no place: retry at its turn."""
 _CORRUPT = _error(
     "what is stored of the match (its log, its lobby record) cannot be read: an operator "
     "must repair it",
@@ -362,6 +364,7 @@ def _paths() -> dict[str, Any]:
                         f"{LISTED}, a player name too long, or a cursor no page answered",
                         "invalid_query",
                     ),
+                    "429": _BULK,
                     "503": _UNAVAILABLE,
                 },
             },
@@ -606,7 +609,7 @@ def _paths() -> dict[str, Any]:
                     "400": _error("a resume point that is no id of the match", "bad_resume"),
                     "404": _error("no such match", "no_match"),
                     "422": _error("an unknown format, events or views", "invalid_query"),
-                    "429": _limited("streams_per_client", 1.0),
+                    "429": _limited("streams_per_client", 1.0, "bulk_reads"),
                     "503": _UNAVAILABLE,
                 },
             }
@@ -639,6 +642,7 @@ def _paths() -> dict[str, Any]:
                     "409": _CORRUPT,
                     "413": _error(f"a log of more than {REPLAYED} events", "replay_too_long"),
                     "422": _error("a seat that is no whole number", "invalid_query"),
+                    "429": _BULK,
                     "503": _UNAVAILABLE,
                 },
             }
@@ -652,6 +656,7 @@ def _paths() -> dict[str, Any]:
                 "responses": {
                     "200": _json("the family's table", _ref("RatingsAnswer")),
                     "422": _error("an unknown family", "invalid_query"),
+                    "429": _BULK,
                     "503": _UNAVAILABLE,
                 },
             }
@@ -682,6 +687,7 @@ def _paths() -> dict[str, Any]:
                         "no_player",
                         "not_found",
                     ),
+                    "429": _BULK,
                     "503": _UNAVAILABLE,
                 },
             }
