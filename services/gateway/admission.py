@@ -16,7 +16,8 @@ cheap each one is. A read that
 cannot start at once waits for its turn, first come first served, if that turn comes within
 ``wait_s``; else it is refused at once with :class:`~services.gateway.limits.LimitExceeded`
 (a 429, limit ``bulk_reads``) whose ``retry_after`` is a turn of its own: the reads refused
-together are told to come back one after the other, at the rate, not all at once.
+together are told to come back one after the other, at the rate, not all at once (none
+later than :data:`RETRY_MAX_S`).
 
 A place is held while the answer is made and, for a long one (a replay, the backlog of a
 finished match's stream: :class:`Held`), while it is written. Play never takes a place.
@@ -42,6 +43,9 @@ TURN_BYTES = 256 << 10
 """An answer counts as one bulk read for each this many bytes of it (a long replay: several)."""
 RETRY_MIN_S = 0.05
 """The soonest a refused bulk read is told to come back."""
+RETRY_MAX_S = 10.0
+"""The latest: however many were refused before (a client that never waits for its turn
+pushes the turns on), none is told to wait longer than this."""
 _SMOOTHING = 0.2
 """How much each read's time moves the running average of how long a place is held."""
 
@@ -156,7 +160,7 @@ class Admission:
     def _refused(self, now: float, turn: float) -> LimitExceeded:
         """The refusal of a read whose turn is at ``turn``: told to come back then, or after
         the reads refused before it, one an interval after the other."""
-        self._promised = max(self._promised + self._interval, turn)
+        self._promised = min(max(self._promised + self._interval, turn), now + RETRY_MAX_S)
         retry = max(RETRY_MIN_S, self._promised - now)
         return LimitExceeded(
             self.name,

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from services.gateway.admission import Admission
+from services.gateway.admission import RETRY_MAX_S, Admission
 from services.gateway.finished import Finished, Kept
 from services.gateway.limits import LimitExceeded
 
@@ -113,3 +113,20 @@ def test_a_stream_resumed_after_any_event_is_a_slice_of_the_kept_lines() -> None
     assert kept.lines(0, 3) == b"one\ntwo\nthree\n"
     assert kept.lines(1, 3) == b"two\nthree\n"
     assert kept.lines(2, 2) == b""
+
+
+def test_a_client_that_never_waits_for_its_turn_does_not_push_the_others_turns_past_a_bound() -> (
+    None
+):
+    async def scenario() -> float:
+        admission = Admission("bulk_reads", limit=1, rate=1, wait_s=0.1)
+        held = await admission.take()
+        latest = 0.0
+        for _ in range(50):  # each refused read told to come back a second after the last
+            with pytest.raises(LimitExceeded) as refused:
+                await admission.take()
+            latest = max(latest, refused.value.retry_after)
+        held.release()
+        return latest
+
+    assert asyncio.run(scenario()) <= RETRY_MAX_S
