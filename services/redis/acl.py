@@ -173,9 +173,10 @@ GATEWAY = Role(
         "pool:*",
         "{p*}:turns:*",
         "referees",
+        "revoked",
     ),
     meaning="HTTP for outside bots and spectators: moves, the logs it streams, the lobby,"
-    " accounts, challenges, seeks, arenas and limits",
+    " accounts, challenges, seeks, arenas, limits and the ends of credentials",
 )
 OPERATOR = Role(
     "operator",

@@ -170,8 +170,8 @@ def test_whole_matches_play_to_the_end_with_each_process_on_its_own_user(
 ) -> None:
     """Referee, bot workers, projector (archiving at once) and gateway each sign in as their
     role; house matches, one played by an outside bot through the gateway and one by an
-    account's seek end, every finished match is archived, and no process met a missing
-    permission."""
+    account's seek (after rotating its token) end, every finished match is archived, and no
+    process met a missing permission."""
     port = free_port()
     settings = Settings(
         redis_url=served.users[acl.OPERATOR.name],
@@ -219,7 +219,13 @@ def test_whole_matches_play_to_the_end_with_each_process_on_its_own_user(
         assert ended is not None
         # an account: registered, seeking, matched (with a house bot), its feed told the end
         account = asyncio.run(register(url, f"acl{secrets.token_hex(4)}"))
-        finished = FirstLegal().run_account(url, account.token, seek="express-2p", games=1)
+        # its token rotated: the gateway announces the old one's end and follows the stream
+        rotated = httpx.post(
+            f"{url}/api/v1/account/token", headers={"Authorization": f"Bearer {account.token}"}
+        )
+        assert rotated.status_code == 200, rotated.text
+        account_token = rotated.json()["token"]
+        finished = FirstLegal().run_account(url, account_token, seek="express-2p", games=1)
         assert len(finished) == 1
         assert httpx.get(f"{url}/api/v1/matches/{outside}").status_code == 200
         deadline = time.monotonic() + 30
