@@ -3,6 +3,7 @@ against house bots, against each other, and through a gateway that is killed mid
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import subprocess
 import sys
@@ -10,11 +11,13 @@ import time
 from typing import Any
 
 import pytest
+from domino_sdk import SeatClient
+from domino_sdk.protocol import ResignBody
 
 from engine.verify import verify
 from events.envelope import Envelope
-from events.model import MatchCreated
-from tests.gateway.conftest import Gateways, create, free_port
+from events.model import MatchCreated, MatchEnded
+from tests.gateway.conftest import Gateways, create, free_port, join
 from tests.service.conftest import fold, wait_until_over
 
 pytestmark = pytest.mark.service
@@ -112,3 +115,43 @@ def test_sdk_bots_finish_their_match_through_a_gateway_killed_and_restarted_mid_
     g.spawn_gateway("gateway-reborn", port, {"DOMINO_GATEWAY_KEEPALIVE_S": "1"})
     finish(bots)
     assert_clean(g.log(match_id))
+
+
+@pytest.mark.one_topology
+def test_a_move_posted_while_the_gateway_is_down_goes_through_once_it_is_back(
+    gateways: Gateways,
+) -> None:
+    """An SDK move meets no gateway for 12 s — longer than its retries' backoff adds up to —
+    and is still applied, once, when the gateway comes back at its address: a move is tried
+    again for 30 s while the gateway cannot be reached (a restart on a loaded host)."""
+    match_id = create(gateways.url, ["random", None], rules={"players": 2}, deadline_ms=60000)
+    _, token = join(gateways.url, match_id)
+    port = free_port()
+    env = {"DOMINO_GATEWAY_KEEPALIVE_S": "1"}
+
+    async def run() -> int:
+        client = SeatClient(f"http://127.0.0.1:{port}", token)
+        try:
+            await client.whoami()
+            gateways.stack.kill("gateway-late", signal.SIGKILL)
+            moved = asyncio.create_task(client.move(ResignBody(), key="resign"))
+            await asyncio.sleep(12.0)
+            assert not moved.done(), moved
+            await asyncio.to_thread(gateways.spawn_gateway, "gateway-late", port, env)
+            return (await asyncio.wait_for(moved, 30)).version
+        finally:
+            await client.aclose()
+
+    gateways.spawn_gateway("gateway-late", port, env)
+    try:
+        version = asyncio.run(run())
+    finally:
+        if "gateway-late" in gateways.stack.processes:
+            gateways.stack.kill("gateway-late", signal.SIGTERM)
+    log = gateways.log(match_id)
+    ended = log[-1]
+    assert isinstance(ended.event, MatchEnded)
+    # the resignation's events, from the version it was told, ended the match: applied once
+    assert [e.command_id for e in log[version - 1 :]] == [ended.command_id] * (
+        len(log) - version + 1
+    )

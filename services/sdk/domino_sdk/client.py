@@ -84,6 +84,9 @@ class StreamClosed(GatewayError):
 
 
 _CLOSED = b'{"type":"closed"'
+MOVE_PATIENCE_S = 30.0
+"""How long a move is tried again while the gateway cannot be reached: its key makes every
+try one move, and a move that arrives before its turn's deadline still counts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,14 +157,19 @@ class _Http:
         headers: dict[str, str] | None = None,
         content: bytes | None = None,
         params: dict[str, str] | None = None,
+        patience_s: float = 0.0,
     ) -> httpx.Response:
-        """Send, honouring 429s and retrying network errors and 502/503/504 with backoff."""
+        """Send, honouring 429s and retrying network errors and 502/503/504 with backoff;
+        a network error is retried past the retries until ``patience_s`` seconds have gone
+        since the first try (a gateway restarting on a loaded host takes a while)."""
         attempt = 0
+        loop = asyncio.get_running_loop()
+        give_up_at = loop.time() + patience_s
         while True:
             try:
                 response = await self._send(method, self.base + path, headers, content, params)
             except httpx.TransportError as e:
-                if attempt >= self.retries:
+                if attempt >= self.retries and loop.time() >= give_up_at:
                     raise
                 log.info("%s failed (%r); retrying", path, e)
                 await asyncio.sleep(self.backoff(attempt))
@@ -268,6 +276,7 @@ class _Http:
             path,
             headers={**auth, "idempotency-key": key, "content-type": "application/json"},
             content=_ENCODER.encode(move),
+            patience_s=MOVE_PATIENCE_S,
         )
         body = _body(response)
         if response.status_code == 200:
