@@ -233,6 +233,8 @@ def test_the_operators_reissue_ends_the_streams_of_the_old_token(
 
             for o in await ends_within(on_b, [_play(token), _events(token)], issue):
                 assert o.lines[-1]["reason"] == "token_reissued"
+            # and the old token is refused there at once, though that gateway had it cached
+            assert (await on_b.get("/api/v1/account", headers=auth(token))).status_code == 401
 
     asyncio.run(run())
 
