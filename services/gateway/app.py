@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import re
 import secrets
@@ -71,7 +72,6 @@ from services.gateway.limits import (
     Cap,
     Charge,
     Concurrency,
-    Lease,
     LimitExceeded,
     RateLimit,
     release_match,
@@ -224,6 +224,15 @@ class Gateway:
         self.public_streams = Concurrency(
             "streams_per_client", config.streams_per_client, topo, lease_s
         )
+        self.player_streams = Concurrency(
+            "player_streams_per_client", config.player_streams_per_client, topo, lease_s
+        )
+        self.stream_limits = (
+            self.seat_streams,
+            self.account_streams,
+            self.public_streams,
+            self.player_streams,
+        )
         self.lobby_limits = LobbyLimits(config, topo)  # challenges, seeks' and house matches
         # bulk reads wait for a place (play never does), and finished matches are made once
         self.bulk = Admission(
@@ -352,7 +361,7 @@ class Gateway:
             await hub.stop()
             for lane in lanes:
                 await lane.aclose()
-            for streams in (self.seat_streams, self.account_streams, self.public_streams):
+            for streams in self.stream_limits:
                 await streams.close()
             self._running = None
             with contextlib.suppress(Exception):
@@ -370,7 +379,7 @@ class Gateway:
         every = self.config.stream_lease_s / 3
         while True:
             await asyncio.sleep(every)
-            for streams in (self.seat_streams, self.account_streams, self.public_streams):
+            for streams in self.stream_limits:
                 try:
                     await streams.renew(self.redis)
                 except Exception as e:  # Redis away: the next round tries again
@@ -1007,12 +1016,21 @@ class Gateway:
             return []
         return [s for s, a in enumerate(match.accounts) if a == account.id]
 
-    async def open_account_stream(self, account: Account) -> Callable[[], Awaitable[None]]:
-        """Count a new account stream (429 past the limit); return what closes it."""
-        lease = await self.account_streams.acquire(self.redis, f"acct:{account.id}")
+    async def open_account_stream(
+        self, account: Account, request: Request
+    ) -> Callable[[], Awaitable[None]]:
+        """Count a new account stream, by its account and by its client address (429 past
+        either limit); return what closes it."""
+        by_client = await self.player_streams.acquire(self.redis, request.client)
+        try:
+            lease = await self.account_streams.acquire(self.redis, f"acct:{account.id}")
+        except BaseException:
+            self.player_streams.release(by_client)
+            raise
 
         async def close() -> None:
             self.account_streams.release(lease)
+            self.player_streams.release(by_client)
 
         return close
 
@@ -1328,22 +1346,23 @@ class Gateway:
         everything = self.wants_everything(request)
         until_turn = self._until_turn(request)
         views = self.wants_views(request)
-        lease = await self.seat_streams.acquire(self.redis, f"{match_id}:{seat}")
+        by_client = await self.player_streams.acquire(self.redis, request.client)
+        try:
+            lease = await self.seat_streams.acquire(self.redis, f"{match_id}:{seat}")
+        except BaseException:
+            self.player_streams.release(by_client)
+            raise
+
+        def release() -> None:
+            self.seat_streams.release(lease)
+            self.player_streams.release(by_client)
+
         try:
             return await self._open_stream(
-                match_id,
-                seat,
-                sse,
-                after,
-                everything,
-                lease,
-                self.seat_streams,
-                until_turn,
-                views,
-                credential,
+                match_id, seat, sse, after, everything, release, until_turn, views, credential
             )
         except BaseException:
-            self.seat_streams.release(lease)
+            release()
             raise
 
     async def spectate(self, request: Request) -> StreamResponse | Held:
@@ -1383,12 +1402,13 @@ class Gateway:
             if not exists and await self.source.version(match_id) == 0:
                 raise ApiError(404, "no_match", f"no match {match_id!r}")
         lease = await self.public_streams.acquire(self.redis, request.client)
+        release = functools.partial(self.public_streams.release, lease)
         try:
             return await self._open_stream(
-                match_id, None, sse, after, everything, lease, self.public_streams, views=views
+                match_id, None, sse, after, everything, release, views=views
             )
         except BaseException:
-            self.public_streams.release(lease)
+            release()
             raise
 
     async def _open_stream(
@@ -1398,8 +1418,7 @@ class Gateway:
         sse: bool,
         after: int | None,
         everything: bool,
-        lease: Lease,
-        counter: Concurrency,
+        release: Callable[[], None],
         until_turn: bool = False,
         views: bool = False,
         credential: Credential | None = None,
@@ -1424,7 +1443,7 @@ class Gateway:
             sub,
             first,
             self.config.keepalive_s,
-            lambda: counter.release(lease),
+            release,
             None if credential is None else (self.credentials, credential),
         )
 

@@ -181,6 +181,14 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
             "spectator streams (of a match, of an arena) open at once per client address",
         ),
     ] = 64
+    player_streams_per_client: Annotated[
+        int,
+        Var(
+            "DOMINO_GATEWAY_PLAYER_STREAMS_PER_CLIENT",
+            "seat and account streams (feeds, play streams) open at once per client address, "
+            "whatever the tokens they were opened with",
+        ),
+    ] = 256
     stream_lease_s: Annotated[
         float,
         Var(

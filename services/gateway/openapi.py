@@ -521,7 +521,9 @@ def _paths() -> dict[str, Any]:
                         "not_found",
                     ),
                     "422": _error("an unknown format, events, until or views", "invalid_query"),
-                    "429": _limited("streams_per_token", 1.0, "auth_failures"),
+                    "429": _limited(
+                        "streams_per_token", 1.0, "player_streams_per_client", "auth_failures"
+                    ),
                     "503": _UNAVAILABLE,
                 },
             }
@@ -878,7 +880,9 @@ def _player_paths() -> dict[str, Any]:
                         ),
                         "400": bad_resume,
                         "422": bad_format,
-                        "429": _limited("streams_per_account", 1.0, "auth_failures"),
+                        "429": _limited(
+                            "streams_per_account", 1.0, "player_streams_per_client", "auth_failures"
+                        ),
                     }
                 ),
             }
@@ -898,7 +902,9 @@ def _player_paths() -> dict[str, Any]:
                             "PlayLine",
                         ),
                         "422": bad_format,
-                        "429": _limited("streams_per_account", 1.0, "auth_failures"),
+                        "429": _limited(
+                            "streams_per_account", 1.0, "player_streams_per_client", "auth_failures"
+                        ),
                     }
                 ),
             }

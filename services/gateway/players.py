@@ -131,7 +131,9 @@ class Host(Protocol):
     def wants_everything(self, request: Request) -> bool: ...
     async def rating_of(self, account_id: str, family: str) -> float: ...
     async def seats_of(self, account: Account, match_id: str) -> list[int]: ...
-    async def open_account_stream(self, account: Account) -> Callable[[], Awaitable[None]]: ...
+    async def open_account_stream(
+        self, account: Account, request: Request
+    ) -> Callable[[], Awaitable[None]]: ...
     async def open_public_stream(self, request: Request) -> Callable[[], Awaitable[None]]: ...
     async def start_for(
         self,
@@ -457,7 +459,7 @@ class Players:
         account = await self.gw.account(request)
         after = self.gw.resume_point(request)
         sse = self.gw.wants_sse(request)
-        lease = await self.gw.open_account_stream(account)
+        lease = await self.gw.open_account_stream(account, request)
         feeds = self.gw.feeds
         gw = self.gw
 
@@ -518,7 +520,7 @@ class Players:
         account = await self.gw.account(request)
         sse = self.gw.wants_sse(request)
         everything = self.gw.wants_everything(request)
-        lease = await self.gw.open_account_stream(account)
+        lease = await self.gw.open_account_stream(account, request)
         gw = self.gw
         hub = gw.hub
         waker = Waker()

@@ -77,6 +77,7 @@ GATEWAY_ENV = {  # limits far above what the bench needs: it measures the path, 
     "DOMINO_GATEWAY_WAITING_SEATS_PER_CLIENT": "1000",
     "DOMINO_GATEWAY_MATCHES_PER_ACCOUNT": "1000",
     "DOMINO_GATEWAY_MAX_CONNECTIONS_PER_ADDRESS": "4096",  # every bot runs on loopback
+    "DOMINO_GATEWAY_PLAYER_STREAMS_PER_CLIENT": "4096",
     "DOMINO_GATEWAY_HOUSE_MATCHES_PER_ACCOUNT": "1000",
     "DOMINO_GATEWAY_HOUSE_MATCHES_PER_CLIENT": "1000",
     "DOMINO_OPERATOR_TOKEN": OPERATOR,  # to cancel each line's matches after it

@@ -45,6 +45,7 @@ LIMITS = {  # next to nothing refills while a test runs: each count is exact
     "DOMINO_GATEWAY_LOBBY_BURST": "100",
     "DOMINO_GATEWAY_STREAMS_PER_TOKEN": "2",
     "DOMINO_GATEWAY_STREAMS_PER_CLIENT": "3",
+    "DOMINO_GATEWAY_PLAYER_STREAMS_PER_CLIENT": "3",
     "DOMINO_GATEWAY_STREAM_LEASE_S": "2",
     "DOMINO_GATEWAY_KEEPALIVE_S": "1",
     "DOMINO_OPERATOR_TOKEN": OPERATOR,
@@ -415,6 +416,53 @@ def test_an_address_may_hold_three_public_streams_arenas_and_matches_alike(pair:
             pytest.fail("a closed arena stream never freed its place")
 
     asyncio.run(scenario())
+
+
+def test_an_address_may_hold_three_player_streams_seats_and_accounts_alike(pair: Pair) -> None:
+    """Seat and account streams count against their client address as well as their token,
+    across both gateways, whatever accounts or seats they were opened with: however many
+    accounts one host registers, it holds at most the address's share."""
+    host, other = fresh_address(), fresh_address()
+    with client(host) as http:
+        tokens = []
+        for n in range(2):
+            r = http.post(f"{pair.a}{API}/accounts", json={"name": f"ps{n}{fresh_suffix()}"})
+            assert r.status_code == 201, r.text
+            tokens.append(r.json()["token"])
+        match_id, seats = started_table(pair, http)
+    seat, seat_token = next(iter(seats.items()))
+
+    def bearer(token: str) -> dict[str, str]:
+        return {"authorization": f"Bearer {token}"}
+
+    async def scenario() -> None:
+        async with (
+            async_client(host) as http,
+            async_client(other) as elsewhere,
+            http.stream("GET", f"{pair.a}{API}/account/stream", headers=bearer(tokens[0])) as one,
+            http.stream("GET", f"{pair.b}{API}/account/play", headers=bearer(tokens[1])) as two,
+            http.stream(
+                "GET",
+                f"{pair.a}{API}/matches/{match_id}/seats/{seat}/stream",
+                headers=bearer(seat_token),
+            ) as three,
+        ):
+            assert one.status_code == two.status_code == three.status_code == 200
+            fourth = await http.get(
+                f"{pair.b}{API}/account/stream", headers=bearer(tokens[0]), timeout=10
+            )
+            limited(fourth, "player_streams_per_client", 3)
+            async with elsewhere.stream(
+                "GET", f"{pair.b}{API}/account/stream", headers=bearer(tokens[0])
+            ) as theirs:
+                assert theirs.status_code == 200
+
+    asyncio.run(scenario())
+
+
+def fresh_suffix() -> str:
+    """A few random letters for a name no other test takes."""
+    return "".join(random.choices("abcdefghijkmnpqrstuvwxyz", k=8))
 
 
 def test_wrong_operator_tokens_from_one_address_get_429_before_the_token_is_compared(
