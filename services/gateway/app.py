@@ -317,7 +317,8 @@ class Gateway:
             self.finished,
         )
         await hub.start()
-        accounts = Accounts(redis, self.topo)
+        # an end made here applies here before it is answered; every other gateway follows
+        accounts = Accounts(redis, self.topo, on_end=self.credentials.end)
         feeds = AccountFeeds(redis, self.topo)
         seeks = Seeks(redis, self.topo, feeds, self.config.seek_ttl_s)
         arenas = Arenas(redis, self.topo)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import time
+from collections.abc import Callable
 from typing import Any, cast
 
 import msgspec
@@ -66,10 +67,17 @@ def is_account_token(token: str) -> bool:
 class Accounts:
     """Registers, authenticates and manages accounts, in Redis."""
 
-    def __init__(self, redis: Client, keys: Keys, pools: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        redis: Client,
+        keys: Keys,
+        pools: tuple[str, ...] = (),
+        on_end: Callable[[Ended], object] | None = None,
+    ) -> None:
         self.redis = redis
         self.keys = keys
         self.pools = pools  # house bot pools whose names are reserved
+        self.on_end = on_end  # told of every end made here, as soon as it is announced
 
     async def register(self, name: str) -> tuple[Account, str]:
         """A new account named ``name`` and its token (shown once); raises AccountError for a
@@ -162,6 +170,8 @@ class Accounts:
     async def _ended(self, account_id: str, reason: Reason, token: str) -> None:
         ended = Ended(kind="account", reason=reason, account=account_id, token=token)
         await announce(self.redis, self.keys, ended)
+        if self.on_end is not None:
+            self.on_end(ended)
 
     async def current(self, account_ids: list[str]) -> dict[str, tuple[str, bool]]:
         """Each account's current token (its SHA-256, empty once revoked) and whether it is
