@@ -157,6 +157,9 @@ KEY_CHARS = 6 + NAME_CHARS
 """The longest player key: guest: and a name (an account id, house: and a pool are shorter)."""
 STANDINGS_FRESH_S = 5.0
 """How long the ratings and players pages are answered from one fold of the results."""
+RESUMED_CHEAPLY = 200
+"""A spectator stream resumed at most this many events behind a match followed here reads so
+little of its log that it is not a bulk read (a client back after a drop, or a failover)."""
 READY_PING_S = 2.0
 """A Redis that does not answer a ping within this long leaves the gateway not ready."""
 _MOVES = {outcome: GATEWAY_MOVES.labels(outcome) for outcome in ("accepted", "rejected", "timeout")}
@@ -1368,14 +1371,16 @@ class Gateway:
 
     async def spectate(self, request: Request) -> StreamResponse | Held:
         """GET /matches/{id}/stream: the public view (C8), as it happens. Opening one that
-        reads the log (resumed after an event, or of a match not followed here yet) is a bulk
-        read: it takes a place while it opens, and while it writes a finished match."""
+        reads much of the log (resumed more than RESUMED_CHEAPLY events back, or of a match
+        not followed here yet) is a bulk read: it takes a place while it opens, and while it
+        writes a finished match. A spectator resuming a followed match after a drop is not."""
         match_id = self._match_id(request)
         after = self.resume_point(request)
         sse = self.wants_sse(request)
         everything = self.wants_everything(request)
         views = self.wants_views(request)
-        if after is None and match_id in self.hub.feeds:
+        feed = self.hub.feeds.get(match_id)
+        if feed is not None and (after is None or feed.version - after <= RESUMED_CHEAPLY):
             return await self._spectate(match_id, after, sse, everything, views, request)
         place = await self.bulk.take()
         try:
