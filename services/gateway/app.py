@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import os
 import re
 import secrets
@@ -72,6 +71,7 @@ from services.gateway.limits import (
     Cap,
     Charge,
     Concurrency,
+    Lease,
     LimitExceeded,
     RateLimit,
     release_match,
@@ -1020,31 +1020,44 @@ class Gateway:
             return []
         return [s for s, a in enumerate(match.accounts) if a == account.id]
 
+    async def _places(self, *wanted: tuple[Concurrency, str]) -> Callable[[], None]:
+        """Take a stream's place under each (limit, subject): LimitExceeded past any of them,
+        with none taken; return what frees them all."""
+        taken: list[tuple[Concurrency, Lease]] = []
+
+        def release() -> None:
+            for limit, lease in taken:
+                limit.release(lease)
+
+        try:
+            for limit, subject in wanted:
+                taken.append((limit, await limit.acquire(self.redis, subject)))
+        except BaseException:
+            release()
+            raise
+        return release
+
     async def open_account_stream(
         self, account: Account, request: Request
     ) -> Callable[[], Awaitable[None]]:
-        """Count a new account stream, by its account and by its client address (429 past
+        """Count a new account stream, by its client address and by its account (429 past
         either limit); return what closes it."""
-        by_client = await self.player_streams.acquire(self.redis, request.client)
-        try:
-            lease = await self.account_streams.acquire(self.redis, f"acct:{account.id}")
-        except BaseException:
-            self.player_streams.release(by_client)
-            raise
+        release = await self._places(
+            (self.player_streams, request.client), (self.account_streams, f"acct:{account.id}")
+        )
 
         async def close() -> None:
-            self.account_streams.release(lease)
-            self.player_streams.release(by_client)
+            release()
 
         return close
 
     async def open_public_stream(self, request: Request) -> Callable[[], Awaitable[None]]:
         """Count a new public stream of the request's client address, with its spectator
         streams (429 past the limit); return what closes it."""
-        lease = await self.public_streams.acquire(self.redis, request.client)
+        release = await self._places((self.public_streams, request.client))
 
         async def close() -> None:
-            self.public_streams.release(lease)
+            release()
 
         return close
 
@@ -1350,17 +1363,9 @@ class Gateway:
         everything = self.wants_everything(request)
         until_turn = self._until_turn(request)
         views = self.wants_views(request)
-        by_client = await self.player_streams.acquire(self.redis, request.client)
-        try:
-            lease = await self.seat_streams.acquire(self.redis, f"{match_id}:{seat}")
-        except BaseException:
-            self.player_streams.release(by_client)
-            raise
-
-        def release() -> None:
-            self.seat_streams.release(lease)
-            self.player_streams.release(by_client)
-
+        release = await self._places(
+            (self.player_streams, request.client), (self.seat_streams, f"{match_id}:{seat}")
+        )
         try:
             return await self._open_stream(
                 match_id, seat, sse, after, everything, release, until_turn, views, credential
@@ -1407,8 +1412,7 @@ class Gateway:
             exists = await self.lobby.get(match_id) is not None
             if not exists and await self.source.version(match_id) == 0:
                 raise ApiError(404, "no_match", f"no match {match_id!r}")
-        lease = await self.public_streams.acquire(self.redis, request.client)
-        release = functools.partial(self.public_streams.release, lease)
+        release = await self._places((self.public_streams, request.client))
         try:
             return await self._open_stream(
                 match_id, None, sse, after, everything, release, views=views

@@ -11,9 +11,10 @@ went on to send the hand of a match the owner then started with the new token.""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import httpx
@@ -95,6 +96,16 @@ async def ends_within(
     return opened
 
 
+@contextlib.asynccontextmanager
+async def clients(a: str, b: str) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
+    """A client of each gateway: the one a change is made through, the one a stream is on."""
+    async with (
+        httpx.AsyncClient(base_url=a, timeout=30) as on_a,
+        httpx.AsyncClient(base_url=b, timeout=30) as on_b,
+    ):
+        yield on_a, on_b
+
+
 def _play(token: str) -> tuple[str, str, dict[str, str]]:
     return ("/api/v1/account/play", token, {})
 
@@ -120,10 +131,7 @@ def test_a_rotated_token_ends_its_play_and_account_streams_on_another_gateway_at
     new: list[str] = []
 
     async def run() -> None:
-        async with (
-            httpx.AsyncClient(base_url=a, timeout=30) as on_a,
-            httpx.AsyncClient(base_url=other, timeout=30) as on_b,
-        ):
+        async with clients(a, other) as (on_a, on_b):
 
             async def rotate() -> None:
                 r = await on_a.post("/api/v1/account/token", headers=auth(old))
@@ -160,10 +168,7 @@ def test_a_revoked_token_ends_its_streams_ndjson_and_sse_with_a_closing_line(
     _, token = register(a, unique("rev"))
 
     async def run() -> None:
-        async with (
-            httpx.AsyncClient(base_url=a, timeout=30) as on_a,
-            httpx.AsyncClient(base_url=other, timeout=30) as on_b,
-        ):
+        async with clients(a, other) as (on_a, on_b):
 
             async def revoke() -> None:
                 r = await on_a.delete("/api/v1/account/token", headers=auth(token))
@@ -190,10 +195,7 @@ def test_a_ban_ends_every_stream_of_the_account_including_a_seat_stream_opened_w
     operator = auth(OPERATOR)
 
     async def run() -> None:
-        async with (
-            httpx.AsyncClient(base_url=a, timeout=30) as on_a,
-            httpx.AsyncClient(base_url=other, timeout=30) as on_b,
-        ):
+        async with clients(a, other) as (on_a, on_b):
             match_id = await _start_against_greedy(on_a, token)
             seat = (f"/api/v1/matches/{match_id}/seats/0/stream", token, {})
 
@@ -222,10 +224,7 @@ def test_the_operators_reissue_ends_the_streams_of_the_old_token(
     _, token = register(a, name)
 
     async def run() -> None:
-        async with (
-            httpx.AsyncClient(base_url=a, timeout=30) as on_a,
-            httpx.AsyncClient(base_url=other, timeout=30) as on_b,
-        ):
+        async with clients(a, other) as (on_a, on_b):
 
             async def issue() -> None:
                 r = await on_a.post(f"/api/v1/accounts/{name}/token", headers=auth(OPERATOR))
@@ -247,10 +246,7 @@ def test_a_seat_stream_ends_when_its_match_is_called_off_before_it_starts(
     seat, token = join(a, match_id)
 
     async def run() -> None:
-        async with (
-            httpx.AsyncClient(base_url=a, timeout=30) as on_a,
-            httpx.AsyncClient(base_url=other, timeout=30) as on_b,
-        ):
+        async with clients(a, other) as (on_a, on_b):
 
             async def cancel() -> None:
                 r = await on_a.delete(f"/api/v1/matches/{match_id}", headers=auth(OPERATOR))
