@@ -160,6 +160,8 @@ STANDINGS_FRESH_S = 5.0
 RESUMED_CHEAPLY = 200
 """A spectator stream resumed at most this many events behind a match followed here reads so
 little of its log that it is not a bulk read (a client back after a drop, or a failover)."""
+STOP_S = 5.0
+"""How long a stopping gateway waits for its background work (the matchmaker's round) to end."""
 READY_PING_S = 2.0
 """A Redis that does not answer a ping within this long leaves the gateway not ready."""
 _MOVES = {outcome: GATEWAY_MOVES.labels(outcome) for outcome in ("accepted", "rejected", "timeout")}
@@ -353,7 +355,7 @@ class Gateway:
         background = [asyncio.create_task(matchmaker.run(stop))]
         # the sweep, and the follower of the revocation stream, run until cancelled
         sweeper = asyncio.create_task(self._sweep())
-        follower = asyncio.create_task(self.credentials.follow(redis))
+        follower = asyncio.create_task(self.credentials.follow(redis, stop))
         log.info("gateway started", replies=self.replies, partitions=self.settings.partitions)
         try:
             yield
@@ -361,7 +363,17 @@ class Gateway:
             stop.set()
             sweeper.cancel()
             follower.cancel()
-            await asyncio.gather(sweeper, follower, *background, return_exceptions=True)
+            # the matchmaker and the follower end their round and stop (a cancelled blocking
+            # read on a cluster may be taken by the client for its own timeout, and retried);
+            # one still going after STOP_S is cancelled again and left: a gateway told to stop
+            # always does
+            tasks = [sweeper, follower, *background]
+            _, stuck = await asyncio.wait(tasks, timeout=STOP_S)
+            for task in stuck:
+                log.warning("background work did not stop in time: cancelled", task=repr(task))
+                task.cancel()
+            if stuck:
+                await asyncio.wait(stuck, timeout=1.0)
             await hub.stop()
             for lane in lanes:
                 await lane.aclose()

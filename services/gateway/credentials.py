@@ -180,12 +180,13 @@ class Credentials:
 
     # -- following the revocation stream -------------------------------------------------------
 
-    async def follow(self, redis: Client) -> None:
-        """Read the revocation stream from its end now, and apply each end as it comes, for
-        as long as the gateway runs (Redis failing: it reads again from where it was)."""
+    async def follow(self, redis: Client, stop: asyncio.Event) -> None:
+        """Read the revocation stream from its end now, and apply each end as it comes, until
+        ``stop`` is set (Redis failing: it reads again from where it was). ``stop`` is looked
+        at between reads: a cancelled blocking read may be retried by a cluster client."""
         key = self.keys.revocations
         last = b"0-0"
-        while True:
+        while not stop.is_set():
             try:
                 newest = cast(list[Any], await redis.xrevrange(key, count=1))
                 last = newest[0][0] if newest else b"0-0"
@@ -193,7 +194,7 @@ class Credentials:
             except RedisError as e:
                 log.warning("revocation stream unreadable", error=repr(e))
                 await asyncio.sleep(RETRY_S)
-        while True:
+        while not stop.is_set():
             try:
                 reply = cast(list[Any], await redis.xread({key: last}, count=500, block=BLOCK_MS))
             except RedisError as e:
