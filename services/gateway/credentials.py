@@ -20,8 +20,6 @@ Two things make it hold when the revocation stream cannot be relied on alone:
 from __future__ import annotations
 
 import asyncio
-import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, cast
@@ -30,6 +28,7 @@ import msgspec
 import structlog
 from redis.exceptions import RedisError
 
+from services.gateway.seats import SeatCache
 from services.lobby.accounts import Accounts
 from services.lobby.revocations import REASONS, Ended, Reason, parse
 from services.redis.connection import Client
@@ -102,7 +101,8 @@ class Credentials:
         self.on_end = on_end  # forget what the gateway remembered of the credential
         self._accounts: dict[str, set[Binding]] = {}
         self._seats: dict[str, set[Binding]] = {}
-        self._ended: OrderedDict[tuple[str, str, str], tuple[float, Reason]] = OrderedDict()
+        # the ends learned of, by "<kind> <account> <token>", remembered a while
+        self._ended: SeatCache[Reason] = SeatCache(REMEMBERED_S, REMEMBERED)
 
     @property
     def bound(self) -> int:
@@ -115,11 +115,11 @@ class Credentials:
         binding = Binding(credential, close)
         if credential.kind == "account":
             self._accounts.setdefault(credential.account, set()).add(binding)
-            reason = self._known_end(("account", credential.account, credential.token))
-            reason = reason or self._known_end(("account", credential.account, ""))
+            reason = self._ended.get(f"account {credential.account} {credential.token}")
+            reason = reason or self._ended.get(f"account {credential.account} ")
         else:
             self._seats.setdefault(credential.token, set()).add(binding)
-            reason = self._known_end(("seat", "", credential.token))
+            reason = self._ended.get(f"seat  {credential.token}")
         if reason is not None:
             binding.end(reason)
         return binding
@@ -138,18 +138,18 @@ class Credentials:
         """Apply an end: forget the credential, end every stream bound to it, remember it;
         return how many streams were ended."""
         self.on_end(ended)
+        key = f"{ended.kind} {ended.account} {ended.token}"
+        if ended.reason == "account_unbanned":  # the account's new streams are welcome
+            self._ended.drop(key)
+            return 0
+        self._ended.put(key, ended.reason)
         if ended.kind == "account":
-            if ended.reason == "account_unbanned":  # the account's new streams are welcome
-                self._ended.pop(("account", ended.account, ""), None)
-                return 0
-            self._remember(("account", ended.account, ended.token), ended.reason)
             hit = [
                 b
                 for b in self._accounts.get(ended.account, ())
                 if not ended.token or b.credential.token == ended.token
             ]
         else:
-            self._remember(("seat", "", ended.token), ended.reason)
             hit = list(self._seats.get(ended.token, ()))
         for binding in hit:
             binding.end(ended.reason)
@@ -161,22 +161,6 @@ class Credentials:
                 streams=len(hit),
             )
         return len(hit)
-
-    def _remember(self, key: tuple[str, str, str], reason: Reason) -> None:
-        self._ended[key] = (time.monotonic() + REMEMBERED_S, reason)
-        self._ended.move_to_end(key)
-        while len(self._ended) > REMEMBERED:
-            self._ended.popitem(last=False)
-
-    def _known_end(self, key: tuple[str, str, str]) -> Reason | None:
-        found = self._ended.get(key)
-        if found is None:
-            return None
-        until, reason = found
-        if time.monotonic() >= until:
-            del self._ended[key]
-            return None
-        return reason
 
     # -- following the revocation stream -------------------------------------------------------
 
