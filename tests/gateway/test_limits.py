@@ -105,8 +105,8 @@ def limited(r: httpx.Response, limit: str, most: int) -> dict[str, Any]:
     return body
 
 
-def create(http: httpx.Client, url: str, seats: list[str | None]) -> httpx.Response:
-    return http.post(f"{url}{API}/matches", json={"seats": seats, "rules": {"players": 2}})
+def create(http: httpx.Client, url: str, seats: list[str | None], **body: Any) -> httpx.Response:
+    return http.post(f"{url}{API}/matches", json={"seats": seats, "rules": {"players": 2}, **body})
 
 
 def join(http: httpx.Client, url: str, match_id: str) -> httpx.Response:
@@ -114,8 +114,9 @@ def join(http: httpx.Client, url: str, match_id: str) -> httpx.Response:
 
 
 def started_table(p: Pair, http: httpx.Client) -> tuple[str, dict[int, str]]:
-    """A two-seat match whose seats the test holds, dealt and waiting for its first move."""
-    r = create(http, p.a, [None, None])
+    """A two-seat match whose seats the test holds, dealt and waiting for its first move; its
+    turns are long (120 s), so that no turn times out under a test on a loaded machine."""
+    r = create(http, p.a, [None, None], deadline_ms=120_000)
     assert r.status_code == 201, r.text
     match_id = r.json()["match"]["match_id"]
     tokens: dict[int, str] = {}
@@ -238,14 +239,19 @@ def test_rejected_moves_have_a_strict_budget_of_their_own(pair: Pair) -> None:
         r = move(http, pair.a, match_id, waiting, tokens[waiting], {"type": "pass_turn"}, "r3")
         limited(r, "rejected_moves", 3)
         before = pair.g.log(match_id)
-        # the seat to move plays as usual
-        r = move(http, pair.b, match_id, turn, tokens[turn], body, "ok")
-        assert r.status_code == 200, r.text
+        # the seat to move plays as usual, until the throttled seat has a move of its own to
+        # make (a seat that can only pass is passed for by the referee, and the turn comes back)
+        seat = turn
+        for i in range(8):
+            r = move(http, pair.b, match_id, seat, tokens[seat], body, f"ok{i}")
+            assert r.status_code == 200, r.text
+            played = pair.g.log(match_id)  # the move, and any passes or draws it led to
+            assert len(played) > len(before)
+            seat, body = first_legal(pair.g, match_id)
+            if seat == waiting:
+                break
+        assert seat == waiting, "the throttled seat never had a move to make"
         # now it is the throttled seat's turn: its legal move waits all the same
-        played = pair.g.log(match_id)  # the move, and any draws it led to for the next seat
-        assert len(played) > len(before)
-        seat, body = first_legal(pair.g, match_id)
-        assert seat == waiting
         limited(
             move(http, pair.b, match_id, seat, tokens[seat], body, "legal"), "rejected_moves", 3
         )

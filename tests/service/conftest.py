@@ -62,6 +62,16 @@ async def read_log(url: str, settings: Settings, match_id: str) -> list[Envelope
     return [JSON.decode_envelope(r.data) for r in records]
 
 
+def describe(url: str, settings: Settings, match_id: str) -> str:
+    """Where a match that has not ended stands: its version, last events and seat to move."""
+    log = asyncio.run(read_log(url, settings, match_id))
+    if not log:
+        return f"{match_id}: no events"
+    state = fold(log)
+    last = [e.event.__struct_config__.tag for e in log[-3:]]
+    return f"{match_id}: version {len(log)}, {state.phase}, seat {state.turn} to move after {last}"
+
+
 def fold(log: list[Envelope]) -> MatchState:
     """The state at the end of a log."""
     state: MatchState | None = None
@@ -85,6 +95,7 @@ def wait_until_over(
                 logs[match_id] = log
                 pending.remove(match_id)
         if pending and time.monotonic() > deadline:
-            pytest.fail(f"{len(pending)} matches did not finish in {timeout} s: {pending[:3]}")
+            stuck = "; ".join(describe(url, settings, m) for m in pending[:3])
+            pytest.fail(f"{len(pending)} matches did not finish in {timeout} s: {stuck}")
         time.sleep(0.1)
     return logs

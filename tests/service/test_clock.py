@@ -186,6 +186,30 @@ def owners(url: str, settings: Settings) -> dict[int, str | None]:
     return {p: None if v is None else v.decode() for p, v in raw.items()}
 
 
+def taken_over(url: str, settings: Settings, partitions: set[int], taker: str) -> dict[int, int]:
+    """Wait (30 s at most) until ``taker`` holds every one of ``partitions``; return for each
+    the server's clock the last time it was read not yet held by ``taker``: it was taken, and
+    its deadlines first checked again, after that (a lower bound however slow the polling; a
+    partition already taken at the first reading has none)."""
+    keys = Keys(settings.prefix, settings.partitions)
+    seen: dict[int, int] = {}
+    pending = set(partitions)
+    give_up = time.monotonic() + 30
+    with sync_client_for(url) as client:
+        while pending:
+            now = _ms(client.time())
+            for p in sorted(pending):
+                owner = client.get(keys.owner(p))
+                if owner is not None and owner.decode() == taker:
+                    pending.discard(p)
+                else:
+                    seen[p] = now
+            if time.monotonic() > give_up:
+                pytest.fail(f"{taker} did not take partitions {sorted(pending)} within 30 s")
+            time.sleep(0.02)
+    return seen
+
+
 async def queue_moves(
     url: str, settings: Settings, ids: Sequence[str], *, deliver_to: str | None = None
 ) -> dict[str, tuple[str, int]]:
@@ -417,15 +441,15 @@ def check_turns(
     settings: Settings,
     before: dict[str, Turn],
     queued: dict[str, tuple[str, int]],
-    unserved_ms: int,
+    unserved_ms: dict[str, int],
     slack_ms: int,
 ) -> int:
     """Each move queued during the stall was applied, never timed out: whether it reached the
     stream before its turn's deadline or after it, that deadline was pushed back by the whole
     stall, which began before the move was queued and ended after. Each other turn in flight
-    lasted its deadline and then the time nobody served it (less ``slack_ms`` for the
-    readings of the clock). Returns how many moves were queued before the deadline their
-    turn had when the stall began."""
+    lasted its deadline and then the time nobody served it (``unserved_ms``, by match; less
+    ``slack_ms`` for the readings of the clock). Returns how many moves were queued before
+    the deadline their turn had when the stall began."""
     times = asyncio.run(written_at(url, settings))
     wrong: list[str] = []
     in_time = 0
@@ -442,8 +466,8 @@ def check_turns(
                 )
         elif kind != "turn_timed_out":
             wrong.append(f"{match_id}: nobody moved, and yet {kind}")
-        elif at < turn.deadline_ms + unserved_ms - slack_ms:
-            charged = turn.deadline_ms + unserved_ms - at
+        elif at < turn.deadline_ms + unserved_ms[match_id] - slack_ms:
+            charged = turn.deadline_ms + unserved_ms[match_id] - at
             wrong.append(f"{match_id}: timed out at {at}, charged {charged} ms of the stall")
     assert not wrong, "\n".join(wrong)
     return in_time
@@ -482,7 +506,8 @@ def test_a_redis_pause_times_out_no_move_queued_in_time_and_charges_no_turn_for_
         [resumed] = resumed_at
         assert len(before) == len(ids)
         settled(url, settings, before, timeout=60)
-    in_time = check_turns(url, settings, before, queued, resumed - stalled, slack_ms=100)
+    unserved = dict.fromkeys(before, resumed - stalled)
+    in_time = check_turns(url, settings, before, queued, unserved, slack_ms=100)
     print(f"\nstalled {resumed - stalled} ms: {in_time} moves queued before the deadline")
     late = [m for m, turn in before.items() if turn.deadline_ms >= resumed]
     assert not late, f"the pause ended before these turns were over: {late}"
@@ -517,16 +542,11 @@ def test_a_referee_that_dies_with_moves_queued_leaves_none_timed_out_and_the_tur
             unread = asyncio.run(queue_moves(redis_url, settings, theirs[0::4]))
             taken = asyncio.run(queue_moves(redis_url, settings, theirs[1::4], deliver_to="dying"))
             stack.kill("dying")
-        took = wait_for(
-            "the other referee holds everything",
-            lambda: (
-                set(owners(redis_url, settings).values()) == {"taking"}
-                and asyncio.run(server_ms(redis_url))
-            ),
-            timeout=30,
-        )
+        free = taken_over(redis_url, settings, {keys.partition_of(m) for m in theirs}, "taking")
         settled(redis_url, settings, before, timeout=60)
     queued = unread | taken
-    # when the other took over is polled for: it may have happened up to a poll before
-    in_time = check_turns(redis_url, settings, before, queued, took - stalled, slack_ms=500)
-    print(f"\ntaken over after {took - stalled} ms: {in_time} moves queued before the deadline")
+    # a partition nobody served from the stall until at least the last moment it was seen
+    # not yet taken: its turns are owed that much at the very least
+    unserved = {m: free.get(keys.partition_of(m), stalled) - stalled for m in before}
+    in_time = check_turns(redis_url, settings, before, queued, unserved, slack_ms=500)
+    print(f"\ntaken over after {sorted(set(unserved.values()))} ms: {in_time} moves in time")
