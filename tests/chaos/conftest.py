@@ -1,4 +1,5 @@
-"""The planted-entry tests run on both topologies, against a stack of their own."""
+"""The planted-entry tests run against a stack of their own (on the node: a planted entry
+is handled by the same code whichever Redis holds it)."""
 
 from __future__ import annotations
 

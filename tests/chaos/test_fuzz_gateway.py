@@ -22,7 +22,7 @@ from services.gateway.openapi import openapi
 from services.gateway.protocol import API
 from tests.gateway.conftest import Gateways
 
-pytestmark = [pytest.mark.chaos, pytest.mark.one_topology]
+pytestmark = [pytest.mark.chaos]
 
 EXAMPLES = int(os.environ.get("DOMINO_FUZZ_EXAMPLES", "5"))
 SEED = int(os.environ.get("DOMINO_FUZZ_SEED", "1"))

@@ -16,7 +16,7 @@ from services.transport.redis import RedisTransport
 from tests.gateway.conftest import free_port
 from tests.support.checks import dead_letters, pending
 
-pytestmark = [pytest.mark.chaos, pytest.mark.anyio, pytest.mark.one_topology]
+pytestmark = [pytest.mark.chaos, pytest.mark.anyio]
 
 
 async def test_a_command_met_by_a_lost_connection_to_redis_stays_pending_and_is_not_parked(

@@ -20,7 +20,7 @@ import pytest
 from events.model import MatchCreated, MatchEnded
 from tests.gateway.conftest import OPERATOR, Gateways, create, wait_for_version
 
-pytestmark = [pytest.mark.service, pytest.mark.anyio]
+pytestmark = [pytest.mark.service, pytest.mark.anyio, pytest.mark.both_topologies]
 
 
 def unique(stem: str) -> str:

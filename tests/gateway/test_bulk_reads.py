@@ -20,7 +20,7 @@ from tests.gateway.conftest import PLAY_LIMITS, Gateways, create, free_port
 from tests.service.conftest import wait_until_over
 from tests.support.topology import client_for
 
-pytestmark = [pytest.mark.service, pytest.mark.one_topology]
+pytestmark = [pytest.mark.service]
 
 BULK = {
     **PLAY_LIMITS,

@@ -20,7 +20,7 @@ import pytest
 from services.gateway.connections import Proxies, address_group
 from tests.gateway.conftest import PLAY_LIMITS, Gateways, create, free_port
 
-pytestmark = [pytest.mark.service, pytest.mark.one_topology]
+pytestmark = [pytest.mark.service]
 
 DEADLINE_S = 1.0
 """Every deadline of the gateways below: idle, head and body."""

@@ -27,7 +27,7 @@ from tests.gateway.conftest import OPERATOR, PLAY_LIMITS, Gateways, create, free
 from tests.gateway.test_accounts import auth, register, unique
 from tests.support.topology import sync_client_for
 
-pytestmark = [pytest.mark.service]
+pytestmark = [pytest.mark.service, pytest.mark.both_topologies]
 
 WITHIN_S = 1.0
 """How soon a stream must end once its token has."""

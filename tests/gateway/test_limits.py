@@ -28,7 +28,7 @@ from services.gateway.config import GatewaySettings
 from tests.gateway.conftest import OPERATOR, Gateways, free_port, wait_for_version
 from tests.service.conftest import fold
 
-pytestmark = pytest.mark.service
+pytestmark = [pytest.mark.service, pytest.mark.both_topologies]
 
 LIMITS = {  # next to nothing refills while a test runs: each count is exact
     "DOMINO_GATEWAY_MOVES_PER_S": "0.001",

@@ -29,7 +29,7 @@ from tests.gateway.conftest import PLAY_LIMITS, Gateways, create, free_port, wai
 from tests.gateway.test_openapi_accounts import Spec
 from tests.support.topology import is_cluster_url, sync_client_for
 
-pytestmark = pytest.mark.service
+pytestmark = [pytest.mark.service, pytest.mark.both_topologies]
 
 PLANTED = 600
 STRAIGHT_EVERY = 7  # one planted match in 7 is Straight, the others Express

@@ -23,7 +23,7 @@ from tests.gateway.conftest import Gateways, free_port
 from tests.gateway.test_limits import client, fresh_address
 from tests.gateway.test_openapi_accounts import Spec
 
-pytestmark = pytest.mark.service
+pytestmark = [pytest.mark.service, pytest.mark.both_topologies]
 
 LIMITS = {
     "DOMINO_GATEWAY_CHALLENGES_PER_MINUTE": "6",

@@ -23,7 +23,7 @@ from tests.gateway.conftest import PLAY_LIMITS, Gateways, create, free_port
 from tests.gateway.test_connections import closed_within, sockets, spectate_request
 from tests.support.tools import missing
 
-pytestmark = [pytest.mark.service, pytest.mark.one_topology]
+pytestmark = [pytest.mark.service]
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "deploy" / "nginx" / "gateway.conf.template"
 NGINX = shutil.which("nginx") or next(

@@ -15,7 +15,7 @@ import pytest
 from tests.gateway.conftest import PLAY_LIMITS, Gateways, create, free_port, join
 from tests.gateway.test_openapi_accounts import Spec
 
-pytestmark = [pytest.mark.service, pytest.mark.one_topology]
+pytestmark = [pytest.mark.service]
 
 MATCH = {"seats": [None, None], "rules": {"players": 2}}
 

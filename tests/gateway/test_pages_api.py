@@ -104,7 +104,6 @@ def played(gateways: Gateways) -> dict[str, list[str]]:
 # -- the pages ---------------------------------------------------------------------------------
 
 
-@pytest.mark.one_topology
 def test_every_page_path_answers_the_html_shell_with_its_security_headers_and_304s(
     gateways: Gateways,
 ) -> None:
@@ -137,7 +136,6 @@ def test_every_page_path_answers_the_html_shell_with_its_security_headers_and_30
             assert r.status_code == 404 and r.json()["error"] == "not_found", path
 
 
-@pytest.mark.one_topology
 def test_static_files_come_with_their_types_and_nothing_outside_web_static_is_served(
     gateways: Gateways,
 ) -> None:

@@ -117,7 +117,6 @@ def test_sdk_bots_finish_their_match_through_a_gateway_killed_and_restarted_mid_
     assert_clean(g.log(match_id))
 
 
-@pytest.mark.one_topology
 def test_a_move_posted_while_the_gateway_is_down_goes_through_once_it_is_back(
     gateways: Gateways,
 ) -> None:

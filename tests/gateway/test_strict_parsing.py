@@ -11,7 +11,7 @@ import pytest
 
 from tests.gateway.conftest import Gateways, create, join
 
-pytestmark = [pytest.mark.service, pytest.mark.one_topology]
+pytestmark = [pytest.mark.service]
 
 HUGE = "9" * 5000  # int() refuses more than 4300 digits
 

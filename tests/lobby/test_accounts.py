@@ -18,7 +18,7 @@ from services.projections.accounts import MARK_S, AccountFeeds
 from services.store.keys import Keys
 from tests.support.topology import client_for
 
-pytestmark = [pytest.mark.behaviour, pytest.mark.anyio]
+pytestmark = [pytest.mark.behaviour, pytest.mark.anyio, pytest.mark.both_topologies]
 
 
 @pytest.fixture

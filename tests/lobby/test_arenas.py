@@ -18,7 +18,7 @@ from services.lobby.arenas import ArenaRefused, Arenas, match_id_for
 from services.store.keys import Keys
 from tests.support.topology import client_for
 
-pytestmark = [pytest.mark.behaviour, pytest.mark.anyio]
+pytestmark = [pytest.mark.behaviour, pytest.mark.anyio, pytest.mark.both_topologies]
 
 TWO = Rules.make("express", players=2)
 PAIRS = Rules.make("express", players=4, partners=True)

@@ -20,7 +20,7 @@ from tests.support.topology import client_for
 # test's own event loop, redis-py's cluster client reused a connection of another loop after a
 # transaction pipeline (Lobby.create), which the gateway process, one loop for its life, never
 # meets: the node only.
-pytestmark = [pytest.mark.service, pytest.mark.one_topology]
+pytestmark = [pytest.mark.service]
 
 
 def test_a_lobby_match_nobody_fills_expires_with_its_tokens_and_holds(redis_url: str) -> None:

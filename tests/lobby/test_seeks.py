@@ -23,6 +23,8 @@ from services.projections.accounts import AccountFeeds
 from services.store.keys import Keys
 from tests.support.topology import client_for
 
+pytestmark = pytest.mark.both_topologies  # the queue's scripts span several keys
+
 
 def seek(n: int, rating: float, since: float) -> Seek:
     return Seek(

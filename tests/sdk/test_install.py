@@ -86,7 +86,6 @@ def _readme_bot() -> str:
 
 
 @pytest.mark.e2e
-@pytest.mark.one_topology  # the SDK knows nothing of Redis: installing it is what is tested
 def test_the_sdk_alone_in_a_fresh_virtualenv_plays_a_whole_match_as_an_outside_bot(
     gateway: Gateways, tmp_path: Path
 ) -> None:

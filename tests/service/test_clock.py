@@ -241,6 +241,7 @@ async def queue_moves(
 # -- skewed clocks ------------------------------------------------------------------------------
 
 
+@pytest.mark.both_topologies
 def test_a_turn_lasts_its_time_limit_on_the_servers_clock_whatever_the_referees_clocks_say(
     redis_url: str, key_prefix: str, tmp_path: Path
 ) -> None:
@@ -513,6 +514,7 @@ def test_a_redis_pause_times_out_no_move_queued_in_time_and_charges_no_turn_for_
     assert not late, f"the pause ended before these turns were over: {late}"
 
 
+@pytest.mark.both_topologies
 def test_a_referee_that_dies_with_moves_queued_leaves_none_timed_out_and_the_turns_their_time(
     redis_url: str, key_prefix: str, tmp_path: Path
 ) -> None:

@@ -17,7 +17,7 @@ from tests.service.conftest import wait_until_over
 from tests.service.test_hosted_matches import create
 from tests.support.cli import run_domino
 
-pytestmark = [pytest.mark.service, pytest.mark.one_topology]
+pytestmark = [pytest.mark.service]
 
 MATCHES: list[tuple[Rules, list[str | None]]] = [
     (Rules.make("straight", players=2, target=150), ["greedy", "random"]),

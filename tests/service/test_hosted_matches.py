@@ -89,6 +89,7 @@ async def pending_entries(url: str, settings: Settings) -> int:
         await redis.aclose()
 
 
+@pytest.mark.both_topologies
 def test_a_referee_killed_mid_match_and_restarted_finishes_every_match_cleanly(
     stack: Stack, redis_url: str, settings: Settings
 ) -> None:
@@ -187,6 +188,7 @@ def test_no_turn_message_shows_a_tile_its_seat_may_not_see(
         assert decoded["view"]["seat"] == turn.seat
 
 
+@pytest.mark.both_topologies
 def test_two_referees_split_the_partitions_and_the_survivor_takes_over(
     redis_url: str, settings: Settings
 ) -> None:

@@ -32,6 +32,7 @@ from tests.support.topology import client_for
 pytestmark = pytest.mark.service
 
 
+@pytest.mark.both_topologies
 def test_projections_rebuilt_from_the_log_equal_the_live_ones(
     redis_url: str, settings: Settings
 ) -> None:
@@ -87,6 +88,7 @@ def test_projections_rebuilt_from_the_log_equal_the_live_ones(
     assert asyncio.run(projection_snapshot(redis_url, settings.prefix)) == live
 
 
+@pytest.mark.both_topologies
 def test_a_match_list_reads_only_the_latest_of_each_partition(
     redis_url: str, settings: Settings
 ) -> None:

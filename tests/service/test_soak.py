@@ -11,7 +11,7 @@ import pytest
 from tests import soak
 from tests.support.topology import is_cluster_url
 
-pytestmark = [pytest.mark.service, pytest.mark.one_topology]
+pytestmark = [pytest.mark.service]
 """Trimming and archiving work per partition, the same on both topologies (the long form runs
 on a cluster with `python -m tests.soak --cluster`): the short form runs on the node only."""
 

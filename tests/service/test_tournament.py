@@ -214,7 +214,6 @@ def test_a_format_without_enough_strategies_to_fill_a_table_is_refused(
     assert "2 entrants cannot fill a table of 3 sides" in out
 
 
-@pytest.mark.one_topology  # refused before Redis is reached
 @pytest.mark.parametrize(
     "flags, said",
     [
