@@ -23,7 +23,7 @@ $(STAMP): requirements.lock pyproject.toml services/sdk/pyproject.toml
 ## `make test-engine` etc. run one layer.
 TEST_WORKERS ?= 2
 test: $(STAMP) system-packages
-	$(BIN)/pytest -q $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS))
+	$(BIN)/pytest -q $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist worksteal)
 
 system-packages:
 	@bash tests/support/system-packages.sh
@@ -31,7 +31,7 @@ system-packages:
 ## The inner loop: the engine, the schema, the store contract and the behaviour suites (on
 ## memory and on Redis), on TEST_WORKERS processes.
 test-fast: $(STAMP)
-	$(BIN)/pytest -q $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS)) -m "engine or store or behaviour"
+	$(BIN)/pytest -q $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist worksteal) -m "engine or store or behaviour"
 
 test-engine: $(STAMP)
 	$(BIN)/pytest -q -m engine

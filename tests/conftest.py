@@ -108,11 +108,27 @@ def gateways(topology_url: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
         yield g
 
 
+LONGEST_FIRST = ("service", "sdk", "gateway", "browser", "chaos", "lobby", "behaviour")
+"""The suites in the order the workers take them: those whose tests last seconds each first,
+the many short ones (the engine's, the store's) last, so that both workers finish together
+rather than one waiting on a long test taken at the end."""
+
+
+def _rank(item: pytest.Item) -> int:
+    parts = item.path.relative_to(item.config.rootpath).parts
+    suite = parts[1] if len(parts) > 2 else ""
+    return LONGEST_FIRST.index(suite) if suite in LONGEST_FIRST else len(LONGEST_FIRST)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest groups the tests by topology
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A test of a suite whose ``redis_url`` is ``topology_url`` runs on the session's node,
     and on its cluster as well only when marked ``both_topologies``: what it checks can
     differ there (keys in different slots, scripts over several keys, reads across
-    partitions on different masters, a master's clock, a cluster's own files)."""
+    partitions on different masters, a master's clock, a cluster's own files). The suites
+    are ordered longest first (a stable sort: each keeps its own order, which pytest then
+    groups by topology, each stack started once)."""
+    items.sort(key=_rank)
     kept, dropped = [], []
     for item in items:
         callspec = getattr(item, "callspec", None)

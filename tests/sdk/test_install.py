@@ -11,17 +11,13 @@ import shutil
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from engine.verify import verify
 from events.model import MatchCreated
-from services.cli.supervisor import Stack
-from services.config import Settings
-from tests.gateway.conftest import PLAY_LIMITS, Gateways, create, free_port, join
+from tests.gateway.conftest import Gateways, create, join
 from tests.service.conftest import fold, wait_until_over
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,22 +56,6 @@ def test_importing_the_sdk_loads_nothing_of_the_server(tmp_path: Path) -> None:
     assert not loaded & SERVER
 
 
-@pytest.fixture(scope="module")
-def gateway(redis_url: str) -> Iterator[Gateways]:
-    """Referee, a pool of random house bots, the projector and one gateway."""
-    settings = Settings(
-        redis_url=redis_url,
-        prefix=f"s{uuid.uuid4().hex[:10]}",
-        partitions=4,
-        claim_idle_ms=600,
-        log_level="warning",
-    )
-    with Stack(redis_url, settings, pools={"random": 1}) as stack:
-        g = Gateways(stack, settings, redis_url, "", "")
-        g.url = g.spawn_gateway("gateway", free_port(), PLAY_LIMITS)
-        yield g
-
-
 def _readme_bot() -> str:
     """The Python block of the README's "Attach your own bot" section, as printed."""
     readme = (ROOT / "README.md").read_text()
@@ -87,10 +67,11 @@ def _readme_bot() -> str:
 
 @pytest.mark.e2e
 def test_the_sdk_alone_in_a_fresh_virtualenv_plays_a_whole_match_as_an_outside_bot(
-    gateway: Gateways, tmp_path: Path
+    gateways: Gateways, tmp_path: Path
 ) -> None:
     """Installed from the source tree with pip (no cache kept), then three bots of that
-    virtualenv — the README's and both examples — play a four-seat match with a house bot."""
+    virtualenv — the README's and both examples — play a four-seat match with a house bot
+    (on the session's stack, tests/conftest.py)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
     env["PIP_NO_CACHE_DIR"] = "1"
     # pip builds in the source folder (build/, *.egg-info): build a copy, keep the tree clean
@@ -112,7 +93,7 @@ def test_the_sdk_alone_in_a_fresh_virtualenv_plays_a_whole_match_as_an_outside_b
     server = subprocess.run([python, "-c", "import engine"], capture_output=True, cwd=tmp_path)
     assert server.returncode != 0  # nothing of the server is installed there at all
 
-    g = gateway
+    g = gateways
     match_id = create(g.url, ["random", None, None, None], rules={"target": 40})
     _, token = join(g.url, match_id, name="readme")
     script = tmp_path / "readme_bot.py"
