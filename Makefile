@@ -5,6 +5,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BENCH ?= all
 MINUTES ?= 10
+# Python keeps what it compiles (__pycache__, which git ignores) even where the environment
+# says not to: the tests start hundreds of processes that import the same code, and assert
+# rewriting recompiles every test module on each run without it.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: install test test-fast system-packages test-engine test-store test-behaviour test-service test-e2e chaos lint format bench soak demo up lock clean
 
