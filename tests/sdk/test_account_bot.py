@@ -14,6 +14,8 @@ import time
 import uuid
 from typing import Any
 
+import httpx
+import msgspec
 import pytest
 from domino_sdk import (
     AccountClient,
@@ -28,7 +30,10 @@ from domino_sdk import (
     View,
     register,
 )
+from domino_sdk.lobby import PlayLine
 from domino_sdk.model import Move
+from domino_sdk.protocol import Line, Snapshot
+from domino_sdk.session import AccountSession
 
 from engine.verify import verify
 from events.model import MatchCreated, MatchEnded
@@ -414,5 +419,82 @@ async def test_an_account_stream_whose_token_is_rotated_raises_stream_closed_and
         assert closed.value.code == "token_rotated"
         assert closed.value.status == 401
         assert client.dropped == 0
+    finally:
+        await client.aclose()
+
+
+async def test_a_challenge_withdrawn_while_the_bot_decides_is_passed_over_and_play_goes_on(
+    gateways: Gateways, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The challenger withdraws its challenge while the bot is deciding: the bot's accept is
+    refused (the challenge is closed), the bot says so and goes on following its account."""
+    caplog.set_level(logging.INFO, logger="domino_sdk")
+    url = gateways.url
+    (_, a_token), (b_name, b_token) = await asyncio.gather(
+        account(url, "fickle"), account(url, "eager")
+    )
+    decided: list[str] = []
+
+    class Keen(Heaviest):
+        def accept(self, challenge: Challenge, live: int) -> bool:
+            # the challenger is quicker: the challenge is withdrawn before the answer
+            withdrawn = httpx.post(
+                f"{url}/api/v1/challenges/{challenge.id}/cancel",
+                headers={"authorization": f"Bearer {a_token}"},
+            )
+            assert withdrawn.status_code == 200, withdrawn.text
+            decided.append(challenge.id)
+            return True
+
+    bot = Keen()
+    run = asyncio.create_task(bot.play_account(url, b_token))
+    made = await challenge(url, a_token, [b_name])
+    said = f"challenge {made.id}: "
+    deadline = time.monotonic() + 30
+    while not any(r.getMessage().startswith(said) for r in caplog.records):
+        assert time.monotonic() < deadline, "the refused accept was never reported"
+        assert not run.done(), run
+        await asyncio.sleep(0.05)
+    assert decided == [made.id]
+    assert not run.done()  # still following the account
+    bot.stop()
+    assert await asyncio.wait_for(run, 30) == []
+
+
+async def test_a_snapshot_of_a_match_that_is_over_closes_its_seats_and_what_follows_is_left(
+    gateways: Gateways,
+) -> None:
+    """A play stream resumed after a match ended may show the end only in a snapshot (its
+    match_ended line not seen): the session closes the match — its seat's worker stops — and
+    leaves the match's later lines unread."""
+    url = gateways.url
+    async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+        created = await http.post(
+            "/api/v1/matches", json={"seats": ["random", None], "rules": {"players": 2}}
+        )
+        assert created.status_code == 201, created.text
+        match_id = created.json()["match"]["match_id"]
+        joined = (await http.post(f"/api/v1/matches/{match_id}/join", json={})).json()
+        seat, token = joined["seat"], joined["token"]
+        auth = {"authorization": f"Bearer {token}"}
+        path = f"/api/v1/matches/{match_id}/seats/{seat}"
+        resigned = await http.post(
+            f"{path}/moves", json={"type": "resign"}, headers={**auth, "idempotency-key": "r"}
+        )
+        assert resigned.status_code == 200, resigned.text
+        async with http.stream("GET", f"{path}/stream", headers=auth) as stream:
+            first = await anext(stream.aiter_lines())
+    snapshot = msgspec.json.decode(first, type=Line)
+    assert isinstance(snapshot, Snapshot) and snapshot.view.phase == "over"
+
+    _, b_token = await account(url, "resumed")
+    client = AccountClient(url, b_token)
+    try:
+        session = AccountSession(Heaviest(), client)
+        line = PlayLine(match_id=match_id, seat=seat, line=snapshot)
+        session._route(line)
+        assert (match_id, seat) not in session.seats
+        session._route(line)  # sent again after a reconnect: left unread
+        assert (match_id, seat) not in session.seats
     finally:
         await client.aclose()
