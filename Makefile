@@ -26,8 +26,9 @@ $(STAMP): requirements.lock pyproject.toml services/sdk/pyproject.toml
 ## installing the system packages they use (as root with apt; elsewhere it says what to run);
 ## `make test-engine` etc. run one layer.
 TEST_WORKERS ?= 2
+WORKERS = $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist worksteal)
 test: $(STAMP) system-packages
-	$(BIN)/pytest -q $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist worksteal)
+	$(BIN)/pytest -q $(WORKERS)
 
 system-packages:
 	@bash tests/support/system-packages.sh
@@ -35,7 +36,7 @@ system-packages:
 ## The inner loop: the engine, the schema, the store contract and the behaviour suites (on
 ## memory and on Redis), on TEST_WORKERS processes.
 test-fast: $(STAMP)
-	$(BIN)/pytest -q $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist worksteal) -m "engine or store or behaviour"
+	$(BIN)/pytest -q $(WORKERS) -m "engine or store or behaviour"
 
 test-engine: $(STAMP)
 	$(BIN)/pytest -q -m engine

@@ -101,7 +101,7 @@ class Credentials:
         self.on_end = on_end  # forget what the gateway remembered of the credential
         self._accounts: dict[str, set[Binding]] = {}
         self._seats: dict[str, set[Binding]] = {}
-        # the ends learned of, by "<kind> <account> <token>", remembered a while
+        # the ends learned of, by _ended_key, remembered a while
         self._ended: SeatCache[Reason] = SeatCache(REMEMBERED_S, REMEMBERED)
 
     @property
@@ -115,11 +115,11 @@ class Credentials:
         binding = Binding(credential, close)
         if credential.kind == "account":
             self._accounts.setdefault(credential.account, set()).add(binding)
-            reason = self._ended.get(f"account {credential.account} {credential.token}")
-            reason = reason or self._ended.get(f"account {credential.account} ")
+            reason = self._ended.get(_ended_key("account", credential.account, credential.token))
+            reason = reason or self._ended.get(_ended_key("account", credential.account, ""))
         else:
             self._seats.setdefault(credential.token, set()).add(binding)
-            reason = self._ended.get(f"seat  {credential.token}")
+            reason = self._ended.get(_ended_key("seat", "", credential.token))
         if reason is not None:
             binding.end(reason)
         return binding
@@ -138,7 +138,7 @@ class Credentials:
         """Apply an end: forget the credential, end every stream bound to it, remember it;
         return how many streams were ended."""
         self.on_end(ended)
-        key = f"{ended.kind} {ended.account} {ended.token}"
+        key = _ended_key(ended.kind, ended.account, ended.token)
         if ended.reason == "account_unbanned":  # the account's new streams are welcome
             self._ended.drop(key)
             return 0
@@ -217,3 +217,9 @@ class Credentials:
         if closed:
             log.warning("streams closed by the sweep: their credential had ended", streams=closed)
         return closed
+
+
+def _ended_key(kind: str, account: str, token: str) -> str:
+    """Where an end is remembered: a token of an account (``token`` "" for all of them), or
+    a seat token (``account`` "")."""
+    return f"{kind} {account} {token}"

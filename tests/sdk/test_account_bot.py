@@ -37,7 +37,8 @@ from domino_sdk.session import AccountSession
 
 from engine.verify import verify
 from events.model import MatchCreated, MatchEnded
-from tests.gateway.conftest import PLAY_LIMITS, Gateways, free_port
+from services.gateway.protocol import API
+from tests.gateway.conftest import PLAY_LIMITS, Gateways, create, free_port, join
 
 SLOW_MOVES = {**PLAY_LIMITS, "DOMINO_GATEWAY_MOVES_PER_S": "1", "DOMINO_GATEWAY_MOVE_BURST": "1"}
 
@@ -439,7 +440,7 @@ async def test_a_challenge_withdrawn_while_the_bot_decides_is_passed_over_and_pl
         def accept(self, challenge: Challenge, live: int) -> bool:
             # the challenger is quicker: the challenge is withdrawn before the answer
             withdrawn = httpx.post(
-                f"{url}/api/v1/challenges/{challenge.id}/cancel",
+                f"{url}{API}/challenges/{challenge.id}/cancel",
                 headers={"authorization": f"Bearer {a_token}"},
             )
             assert withdrawn.status_code == 200, withdrawn.text
@@ -468,16 +469,11 @@ async def test_a_snapshot_of_a_match_that_is_over_closes_its_seats_and_what_foll
     match_ended line not seen): the session closes the match — its seat's worker stops — and
     leaves the match's later lines unread."""
     url = gateways.url
+    match_id = await asyncio.to_thread(create, url, ["random", None], rules={"players": 2})
+    seat, token = await asyncio.to_thread(join, url, match_id)
+    auth = {"authorization": f"Bearer {token}"}
+    path = f"{API}/matches/{match_id}/seats/{seat}"
     async with httpx.AsyncClient(base_url=url, timeout=30) as http:
-        created = await http.post(
-            "/api/v1/matches", json={"seats": ["random", None], "rules": {"players": 2}}
-        )
-        assert created.status_code == 201, created.text
-        match_id = created.json()["match"]["match_id"]
-        joined = (await http.post(f"/api/v1/matches/{match_id}/join", json={})).json()
-        seat, token = joined["seat"], joined["token"]
-        auth = {"authorization": f"Bearer {token}"}
-        path = f"/api/v1/matches/{match_id}/seats/{seat}"
         resigned = await http.post(
             f"{path}/moves", json={"type": "resign"}, headers={**auth, "idempotency-key": "r"}
         )
