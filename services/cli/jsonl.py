@@ -16,7 +16,7 @@ from pathlib import Path
 from engine.game import FoldError, evolve
 from engine.state import MatchState
 from events.codec import JSON, DecodeError
-from events.envelope import SCHEMA, Envelope
+from events.envelope import Envelope
 
 
 class LogFormatError(ValueError):
@@ -63,8 +63,6 @@ def parse(
         except DecodeError as e:
             hint = " (truncated?)" if not raw.rstrip().endswith(b"}") else ""
             raise LogFormatError(n, f"{e}{hint}") from None
-        if env.schema > SCHEMA:
-            raise LogFormatError(n, f"schema {env.schema} is newer than this reader ({SCHEMA})")
         if match_id is None:
             match_id = env.match_id
         if env.match_id != match_id:
