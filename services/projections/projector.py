@@ -25,6 +25,7 @@ from engine.state import MatchState
 from engine.views import public_view
 from events.codec import JSON
 from events.envelope import Envelope
+from events.errors import SchemaTooNew
 from events.model import MatchCreated, MatchEnded
 from services.core.repository import MatchRepository
 from services.metrics import PROJECTOR_EVENTS, fresh
@@ -160,6 +161,8 @@ class Projector:
         self.also = list(also)  # more projections fed from the same reads (ratings)
         self.caught_up_at: float | None = None
         """When a round of catching up last ended (``time.monotonic()``)."""
+        self._parked_at: dict[int, str] = {}
+        """Partition -> why it is parked, as last said in the log."""
         self._forget()
 
     def _forget(self) -> None:
@@ -185,15 +188,30 @@ class Projector:
             except ProjectionConflict as e:
                 log.warning("projection moved by another writer; resuming", detail=str(e))
                 self._forget()
+            except SchemaTooNew as e:
+                self._parked(p, e)
         PROJECTOR_EVENTS.inc(read)
         self.caught_up_at = time.monotonic()
         return read
+
+    def _parked(self, partition: int, error: SchemaTooNew) -> None:
+        """A partition whose log holds an event a newer release wrote: its projections stay
+        where they are (nothing past its checkpoint is applied or acknowledged) until a
+        projector of that release takes over. Said in the log once per partition."""
+        if self._parked_at.get(partition) != str(error):
+            log.error(
+                "partition parked: its log holds an event of a newer schema",
+                partition=partition,
+                error=str(error),
+            )
+            self._parked_at[partition] = str(error)
 
     def _guarded(self, name: str, partition: int, handle: Handler) -> Handler:
         """``handle``, made to pass over the log entries it cannot apply (planted, corrupt,
         or of a corrupt match log), each with a log line saying why, instead of failing the
         batch again and again: the partition's projections go on. Redis being away is no
-        reason to pass over anything: that fails the batch, to be tried again."""
+        reason to pass over anything: that fails the batch, to be tried again; nor is an
+        event a newer release wrote, which parks the partition (``_parked``)."""
 
         async def guarded(entries: Sequence[tuple[str, Recorded]]) -> Sequence[WriteOp]:
             try:
@@ -207,6 +225,8 @@ class Projector:
                 try:
                     ops.extend(await handle([entry]))
                 except UNREACHABLE:
+                    raise
+                except SchemaTooNew:
                     raise
                 except Exception as e:
                     position, record = entry

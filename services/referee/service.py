@@ -41,6 +41,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import msgspec
 import structlog
@@ -94,6 +95,8 @@ stop being trusted once the partition's deadlines have not been checked: the las
 written at most every 250 ms, and the rest covers the round trip and the clocks' drift."""
 KNOWN_TIMES_KEPT = 100_000
 """At most this many matches' turn times are remembered (all are forgotten at once)."""
+UNREADABLE_KEPT = 1_000
+"""How many matches with an unreadable log a referee remembers having said so of."""
 
 
 @dataclass(slots=True)
@@ -148,6 +151,7 @@ class Referee(GroupWorker):
         # refused as to any finished match, and its id can never be created again
         self.matches = MatchRepository(MatchSource(store, archive))
         self._moved: dict[str, float] = {}  # match id -> when this referee last moved it
+        self._unreadable: dict[str, None] = {}  # matches whose log it could not read, in order
         self._times: dict[str, tuple[int, TurnTimes]] = {}
         """Match id -> the version this referee appended and its turn's times on the server's
         clock, as that append set them."""
@@ -291,7 +295,9 @@ class Referee(GroupWorker):
             self._checked[p] = (sent, due.now_ms)
             key = self.keys.deadlines(p)
             for match_id in due.matches:
-                state = await self.matches.load(match_id)
+                state = await self._readable(match_id)
+                if state is False:
+                    continue
                 if state is None or state.phase != "playing":
                     await self.transport.reschedule(key, match_id, None)
                     await self.transport.reschedule(self.keys.turn_began(p), match_id, None)
@@ -328,7 +334,9 @@ class Referee(GroupWorker):
         found = await self.transport.due(keys, now_ms, 200)
         for p, key, due in zip(owned, keys, found, strict=True):
             for match_id in due:
-                state = await self.matches.load(match_id)
+                state = await self._readable(match_id)
+                if state is False:
+                    continue
                 if state is not None and await self.store.version(match_id) != state.version:
                     state = await self.matches.reload(match_id)  # moved under another referee
                     self._moved.pop(match_id, None)
@@ -546,6 +554,21 @@ class Referee(GroupWorker):
             if n:
                 counter.inc(n)
         observe_many(COMMAND_TO_TURN, waited)
+
+    async def _readable(self, match_id: str) -> MatchState | Literal[False] | None:
+        """The match, for a deadline or the watch list; False, and its deadline and watch left
+        as they are, when its log holds what this referee cannot read (an event a newer release
+        wrote, a corrupt entry): one match's log must not stop the clock of the others, and a
+        process that can read it acts on it. Said in the log once per match."""
+        try:
+            return await self.matches.load(match_id)
+        except DecodeError as e:
+            if match_id not in self._unreadable:
+                log.error("match log unreadable; its clock left", match_id=match_id, error=str(e))
+            self._unreadable[match_id] = None
+            while len(self._unreadable) > UNREADABLE_KEPT:
+                del self._unreadable[next(iter(self._unreadable))]
+            return False
 
     async def _park(self, w: Work, error: Exception) -> None:
         """A command that broke the referee (a corrupt log, a bug): dead-letter it, say why,
