@@ -10,7 +10,7 @@ MINUTES ?= 10
 # rewriting recompiles every test module on each run without it.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: install test test-fast system-packages test-engine test-store test-behaviour test-service test-e2e chaos lint format bench soak demo up lock clean
+.PHONY: install test test-fast system-packages test-engine test-store test-behaviour test-service test-e2e chaos lint schema format bench soak demo up lock clean
 
 install: $(STAMP)
 
@@ -64,6 +64,12 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/python -m services.cli.schemas check
+
+## Record the JSON Schema of the stored and wire shapes at the current SCHEMA and PROTOCOL
+## (events/schemas/); it refuses a change that needs a new version first (docs/store.md).
+schema: $(STAMP)
+	$(BIN)/python -m services.cli.schemas record
 
 format: $(STAMP)
 	$(BIN)/ruff format .
