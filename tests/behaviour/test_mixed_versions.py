@@ -19,7 +19,7 @@ from engine.state import MatchState
 from engine.strategy import make_strategy
 from engine.views import view_for
 from events.codec import JSON
-from events.envelope import SCHEMA, Envelope
+from events.envelope import SCHEMA, CommandEnvelope, Envelope
 from events.model import MatchEnded, TurnTimedOut
 from services.projections.projector import Projector
 from services.store import NewEvent
@@ -168,3 +168,22 @@ async def test_a_bot_worker_parks_a_turn_of_a_newer_schema_instead_of_answering_
     [dead] = await backend.store.read_stream(table.keys.dead_letters)
     assert b"newer than this reader" in dead.fields[b"reason"]
     assert dead.fields[b"__data__"] == msgspec.json.encode(raw)  # parked whole, to be read
+
+
+async def test_a_command_envelope_of_a_newer_schema_is_rejected_to_its_sender(
+    backend: Backend,
+) -> None:
+    table = await Table(backend).start()
+    await table.create("m-1", bots=(None, None))
+    state = await table.state("m-1")
+    move = make_strategy("greedy").choose(view_for(state, state.turn))
+    envelope = CommandEnvelope(
+        match_id="m-1", command_id="c-newer", command=move, reply_to=table.replies
+    )
+    raw = msgspec.json.decode(JSON.encode(envelope))
+    await table.send_raw("m-1", msgspec.json.encode({**raw, "schema": SCHEMA + 1}))
+    await table.referee.step()
+    [rejected] = await table.rejections()
+    assert (rejected.command_id, rejected.rejection.reason) == ("c-newer", "bad_command")
+    assert f"schema {SCHEMA + 1} is newer" in rejected.rejection.message
+    assert (await table.state("m-1")).version == state.version  # nothing appended
