@@ -36,7 +36,7 @@ system-packages:
 ## The inner loop: the engine, the schema, the store contract and the behaviour suites (on
 ## memory and on Redis), on TEST_WORKERS processes.
 test-fast: $(STAMP)
-	$(BIN)/pytest -q $(WORKERS) -m "engine or store or behaviour"
+	$(BIN)/pytest -q $(WORKERS) -m "engine or store or behaviour or golden"
 
 test-engine: $(STAMP)
 	$(BIN)/pytest -q -m engine

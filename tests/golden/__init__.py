@@ -1,0 +1,1 @@
+"""The golden corpus: match logs written by earlier releases, replayed by every later one."""
