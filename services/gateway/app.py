@@ -53,6 +53,7 @@ from events.model import (
 from services.bots.worker import pool_served
 from services.config import Settings
 from services.core.commands import new_match_id
+from services.gateway import versions
 from services.gateway.admission import Admission, Held
 from services.gateway.config import GatewaySettings
 from services.gateway.credentials import Credential, Credentials
@@ -86,11 +87,14 @@ from services.gateway.protocol import (
     FILTERED_PAGES,
     LISTED,
     NAME_CHARS,
+    PROTOCOL,
     RECENT,
     REPLAYED,
+    SPOKEN,
     AbortBody,
     CreateBody,
     DrawBody,
+    Health,
     JoinBody,
     MoveBody,
     PassBody,
@@ -1552,7 +1556,10 @@ class Gateway:
     async def health(self, request: Request) -> Response:
         """GET /healthz."""
         await self.redis.ping()
-        return Response.json({"ok": True, "following": len(self.hub.feeds)})
+        health = Health(
+            ok=True, following=len(self.hub.feeds), protocol=PROTOCOL, supported=list(SPOKEN)
+        )
+        return Response.json(health)
 
     async def ready(self, request: Request) -> Response:
         """GET /readyz: 200 while the gateway serves (it runs, and its Redis answers), else
@@ -1789,7 +1796,10 @@ def create_app(
         # the hot paths (moves, and every line of the players' streams) skip the router's walk
         # and the middleware's wrapping of each write
         fast=[("POST", *moves), ("GET", *seat_stream), ("GET", *play)],
-        guard=origins.refusal,  # Host and Origin of what changes something (origins.py)
+        # a version of the protocol not spoken (versions.py), then the Host and Origin of what
+        # changes something (origins.py); every answer states the version it is in
+        guards=[versions.refusal, origins.refusal],
+        stated=[versions.STATED],
     )
     app.state.gateway = gw
     return app

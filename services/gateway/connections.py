@@ -46,6 +46,7 @@ from uvicorn.config import Config
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
+from services.gateway.versions import STATED
 from services.metrics import GATEWAY_CONNECTIONS, GATEWAY_CONNECTIONS_CLOSED
 
 log = structlog.get_logger()
@@ -57,13 +58,16 @@ MAX_HEAD_BYTES = 32 * 1024
 SPARE_FILES = 512
 """Files the gateway process needs besides its clients' connections: Redis, logs, modules."""
 
-_REFUSED = (
-    b"HTTP/1.1 503 Service Unavailable\r\n"
-    b"content-type: application/json\r\n"
-    b"retry-after: 1\r\n"
-    b"connection: close\r\n"
-    b"content-length: %d\r\n\r\n"
-)
+
+def _head(status: bytes, *headers: bytes) -> bytes:
+    """The head of an answer made before any request is read (so in the gateway's own version
+    of the protocol), its Content-Length left as ``%d``."""
+    lines = [b"HTTP/1.1 " + status, b"content-type: application/json", b"%s: %s" % STATED]
+    lines += [*headers, b"connection: close", b"content-length: %d"]
+    return b"\r\n".join(lines) + b"\r\n\r\n"
+
+
+_REFUSED = _head(b"503 Service Unavailable", b"retry-after: 1")
 _REFUSED_BODY = (
     b'{"error":"too_many_connections","message":"the gateway has as many connections open as '
     b'it takes; retry"}'
@@ -72,21 +76,11 @@ _REFUSED_ADDRESS_BODY = (
     b'{"error":"too_many_connections_from_address","message":"this client address has as many '
     b'connections open as the gateway takes from one; close one, or retry"}'
 )
-_TIMED_OUT = (
-    b"HTTP/1.1 408 Request Timeout\r\n"
-    b"content-type: application/json\r\n"
-    b"connection: close\r\n"
-    b"content-length: %d\r\n\r\n"
-)
+_TIMED_OUT = _head(b"408 Request Timeout")
 _TIMED_OUT_BODY = (
     b'{"error":"request_timeout","message":"the request\'s head did not arrive in time"}'
 )
-_TOO_LARGE = (
-    b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
-    b"content-type: application/json\r\n"
-    b"connection: close\r\n"
-    b"content-length: %d\r\n\r\n"
-)
+_TOO_LARGE = _head(b"431 Request Header Fields Too Large")
 _TOO_LARGE_BODY = (
     b'{"error":"head_too_large","message":"the request line and headers are over %d bytes"}'
 )

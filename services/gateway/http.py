@@ -24,7 +24,7 @@ from redis.exceptions import RedisError
 from starlette.applications import Starlette
 from starlette.convertors import Convertor, register_url_convertor
 from starlette.routing import compile_path
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from events.codec import DecodeError
 from services.gateway.limits import LimitExceeded
@@ -298,29 +298,35 @@ class App(Starlette):
     Endpoint answers every error itself, so the middleware has nothing to do for these; the
     same routes stay in ``routes`` (documentation, and any request not taken here).
 
-    Before any of it, ``guard`` may refuse a request (a Host or an Origin not allowed): its
-    ApiError is the answer."""
+    Before any of it, each of ``guards`` in turn may refuse a request (a protocol version not
+    spoken, a Host or an Origin not allowed): the first ApiError is the answer. Every answer,
+    whoever makes it, carries ``stated`` among its headers."""
 
     def __init__(
         self,
         *args: Any,
         fast: Sequence[tuple[str, str, Endpoint]] = (),
-        guard: Callable[[Scope], ApiError | None] | None = None,
+        guards: Sequence[Callable[[Scope], ApiError | None]] = (),
+        stated: Sequence[tuple[bytes, bytes]] = (),
         **kw: Any,
     ):
         super().__init__(*args, **kw)
-        self.guard = guard
+        self.guards = tuple(guards)
+        self.stated = tuple(stated)
         self.fast = []
         for method, path, endpoint in fast:
             regex, _, convertors = compile_path(path)
             self.fast.append((method, regex, convertors, endpoint))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and self.guard is not None:
-            refused = self.guard(scope)
-            if refused is not None:
-                await refused.response()(scope, receive, send)
-                return
+        if scope["type"] == "http":
+            if self.stated:
+                send = _stating(send, self.stated)
+            for guard in self.guards:
+                refused = guard(scope)
+                if refused is not None:
+                    await refused.response()(scope, receive, send)
+                    return
         if scope["type"] == "http" and not scope.get("root_path"):
             for method, regex, convertors, endpoint in self.fast:
                 if scope["method"] != method:
@@ -335,3 +341,14 @@ class App(Starlette):
                 await endpoint(scope, receive, send)
                 return
         await super().__call__(scope, receive, send)
+
+
+def _stating(send: Send, headers: tuple[tuple[bytes, bytes], ...]) -> Send:
+    """``send``, adding ``headers`` to the start of the answer (the body passes untouched)."""
+
+    async def stating(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", ()), *headers]}
+        await send(message)
+
+    return stating

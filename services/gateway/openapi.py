@@ -7,6 +7,10 @@ may name, in its schema, so a client can switch on them and a test can hold the 
 them: tests/gateway/test_protocol_fixes.py (matches, seats, moves, streams) and
 tests/gateway/test_openapi_accounts.py (accounts, challenges, seeks, arenas, cancel, resign)
 check real answers against the document, body and headers.
+
+Every operation takes the ``Domino-Protocol`` header, may answer it 400 ``unsupported_protocol``
+(a ``ProtocolError``), and states the version of every answer in the same header
+(services/gateway/versions.py).
 """
 
 from __future__ import annotations
@@ -24,8 +28,11 @@ from services.gateway.protocol import (
     FILTERED_PAGES,
     LISTED,
     NAME_CHARS,
+    PROTOCOL,
+    PROTOCOL_HEADER,
     RECENT,
     REPLAYED,
+    SPOKEN,
     AccountAnswer,
     AccountLine,
     ArenaAnswer,
@@ -50,6 +57,7 @@ from services.gateway.protocol import (
     MoveBody,
     PlayerAnswer,
     PlayLine,
+    ProtocolError,
     RatingsAnswer,
     Registered,
     RejectedError,
@@ -90,6 +98,7 @@ _STRUCTS: list[Any] = [
     RejectedError,
     LimitError,
     TooLargeError,
+    ProtocolError,
     TurnTimedOut,
     RoundEnded,
     MatchEnded,
@@ -1282,6 +1291,12 @@ def _headers() -> dict[str, Any]:
         }
 
     return {
+        PROTOCOL_HEADER: {
+            "description": "the version of the protocol the answer is in (docs/protocol.md, "
+            "Versions)",
+            "required": True,
+            "schema": {"type": "integer", "enum": list(SPOKEN)},
+        },
         "Retry-After": header("whole seconds until trying again can succeed"),
         "RateLimit-Limit": header("requests allowed at once (the burst)"),
         "RateLimit-Remaining": header("requests left now"),
@@ -1329,6 +1344,48 @@ def _guarded(paths: dict[str, Any]) -> dict[str, Any]:
     return paths
 
 
+_ASKED = {
+    "name": PROTOCOL_HEADER,
+    "in": "header",
+    "description": "the version of the protocol the client speaks; without it, "
+    f"{PROTOCOL}. Any other than those the gateway speaks is refused (400 "
+    "`unsupported_protocol`), streams included, before anything is sent",
+    "schema": {"type": "integer", "enum": list(SPOKEN)},
+}
+_UNSUPPORTED = f"a {PROTOCOL_HEADER} header naming a version this gateway does not speak"
+_STATED = {PROTOCOL_HEADER: {"$ref": f"#/components/headers/{PROTOCOL_HEADER}"}}
+
+
+def _versioned(paths: dict[str, Any]) -> dict[str, Any]:
+    """Every operation takes the version its client speaks in a header, may be refused 400
+    for it before anything else is looked at, and states the version of each answer."""
+    for operations in paths.values():
+        for operation in operations.values():
+            operation["parameters"] = [*operation.get("parameters", []), _ASKED]
+            answers = operation["responses"]
+            own = answers.get("400")
+            if own is None:
+                answers["400"] = _json(
+                    f"{_UNSUPPORTED} (`error`: unsupported_protocol)", _ref("ProtocolError")
+                )
+            else:
+                schema = own["content"]["application/json"]["schema"]
+                answers["400"] = {
+                    **own,
+                    "description": f"{own['description']}; or {_UNSUPPORTED} (`ProtocolError`)",
+                    "content": {
+                        "application/json": {
+                            **own["content"]["application/json"],
+                            "schema": {"anyOf": [schema, _ref("ProtocolError")]},
+                        }
+                    },
+                }
+            for status, answer in answers.items():
+                answers[status] = {**answer, "headers": {**answer.get("headers", {}), **_STATED}}
+            operation["responses"] = dict(sorted(answers.items()))
+    return paths
+
+
 @cache
 def openapi() -> dict[str, Any]:
     """The whole document."""
@@ -1336,12 +1393,14 @@ def openapi() -> dict[str, Any]:
         "openapi": "3.1.0",
         "info": {
             "title": "Domino gateway",
-            "version": "1",
+            "version": str(PROTOCOL),
             "description": "Play hosted domino matches from any language: see docs/protocol.md "
             "(matches, seats, streams, moves) and docs/accounts.md (accounts, challenges, "
-            "seeks, arenas).",
+            "seeks, arenas). This is version "
+            f"{PROTOCOL} of the protocol: a client names the version it speaks in the "
+            f"`{PROTOCOL_HEADER}` header, and every answer states its own there.",
         },
-        "paths": _guarded({**_paths(), **_player_paths()}),
+        "paths": _versioned(_guarded({**_paths(), **_player_paths()})),
         "components": {
             "schemas": _schemas(),
             "headers": _headers(),

@@ -22,9 +22,11 @@ from __future__ import annotations
 from typing import Literal
 
 import msgspec
-from domino_sdk.protocol import AbortBody as AbortBody
 
-# the request bodies are the SDK's structs, re-exported for the gateway's handlers
+# the protocol's version and the request bodies are the SDK's, re-exported for the gateway
+from domino_sdk.protocol import PROTOCOL as PROTOCOL
+from domino_sdk.protocol import PROTOCOL_HEADER as PROTOCOL_HEADER
+from domino_sdk.protocol import AbortBody as AbortBody
 from domino_sdk.protocol import CreateBody as CreateBody
 from domino_sdk.protocol import DrawBody as DrawBody
 from domino_sdk.protocol import JoinBody as JoinBody
@@ -43,6 +45,9 @@ from services.projections.ratings import Rating, RatingPoint
 
 API = "/api/v1"
 """Where every path of the protocol starts."""
+SPOKEN = (PROTOCOL,)
+"""Every version of the protocol this gateway answers in, oldest first: more than one only
+while clients move from one version to the next (docs/protocol.md, "Versions")."""
 LISTED = 100
 """The most matches one GET /matches lists: the latest live or finished."""
 FILTERED_PAGES = 8
@@ -213,6 +218,8 @@ class Health(msgspec.Struct, frozen=True, kw_only=True):
 
     ok: bool
     following: int  # matches this gateway follows now
+    protocol: int  # the version of the protocol it answers in when a request names none
+    supported: list[int]  # every version it speaks (SPOKEN)
 
 
 class Error(msgspec.Struct, frozen=True, kw_only=True):
@@ -239,6 +246,15 @@ class LimitError(msgspec.Struct, frozen=True, kw_only=True):
     error: Literal["rate_limited"]
     limit: str
     retry_after: float
+    message: str
+
+
+class ProtocolError(msgspec.Struct, frozen=True, kw_only=True):
+    """400: the request's Domino-Protocol header names a version of the protocol this gateway
+    does not speak, or is no version at all; ``supported`` lists those it speaks."""
+
+    error: Literal["unsupported_protocol"]
+    supported: list[int]
     message: str
 
 

@@ -491,6 +491,7 @@ class Spec:
         self.check(path, method, r)
         spec = self.doc["paths"][path][method]["responses"]["429"]
         assert set(spec["headers"]) == {
+            "Domino-Protocol",
             "Retry-After",
             "RateLimit-Limit",
             "RateLimit-Remaining",

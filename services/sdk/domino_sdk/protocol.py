@@ -13,6 +13,11 @@ with :func:`decode_line`: it reads an event of a type this SDK does not know as 
 :class:`~domino_sdk.model.UnknownEvent` and skips a line of a type it does not know, so a bot
 written today keeps playing against a newer server. The request bodies are the gateway's own:
 it decodes them with these very structs.
+
+These types are version :data:`PROTOCOL` of the protocol. Every request and every answer
+states its version in the :data:`PROTOCOL_HEADER` header; what a version may gain without a
+new number (optional fields, line and event types a reader skips) is docs/protocol.md's
+"Versions".
 """
 
 from __future__ import annotations
@@ -23,6 +28,16 @@ import msgspec
 
 from domino_sdk.model import AnyEvent, End, SeenEvent, Tile, UnknownEvent
 from domino_sdk.views import View
+
+PROTOCOL = 1
+"""The version of the gateway's protocol these types are."""
+PROTOCOL_HEADER = "Domino-Protocol"
+"""The header in which a request says the version it speaks, and an answer the version it is
+in (a whole number, e.g. ``Domino-Protocol: 1``)."""
+UNSTATED = 1
+"""The version of an answer without the header: gateways spoke version 1 before they stated
+it, and every gateway since states it on every answer. (A request without it is served in the
+gateway's current version.)"""
 
 
 class Snapshot(msgspec.Struct, frozen=True, kw_only=True, tag="snapshot", tag_field="type"):
