@@ -59,7 +59,7 @@ from domino_sdk.model import (
     TurnTimedOut,
     UnknownEvent,
 )
-from domino_sdk.protocol import EventLine, Gap, Line, Snapshot, TurnLine, decode_line
+from domino_sdk.protocol import PROTOCOL, EventLine, Gap, Line, Snapshot, TurnLine, decode_line
 from domino_sdk.views import OpenEnd, View
 
 if TYPE_CHECKING:
@@ -70,6 +70,7 @@ if TYPE_CHECKING:
         LobbyClient,
         MoveRejected,
         MoveResult,
+        ProtocolMismatch,
         Seat,
         SeatClient,
         StreamClosed,
@@ -84,12 +85,14 @@ _WHERE = {
     "LobbyClient": "domino_sdk.client",
     "MoveRejected": "domino_sdk.client",
     "MoveResult": "domino_sdk.client",
+    "ProtocolMismatch": "domino_sdk.client",
     "Seat": "domino_sdk.client",
     "SeatClient": "domino_sdk.client",
     "StreamClosed": "domino_sdk.client",
     "register": "domino_sdk.account",
 }
 __all__ = [
+    "PROTOCOL",
     "Account",
     "AccountClient",
     "AccountEvent",
@@ -123,6 +126,7 @@ __all__ = [
     "PassTurn",
     "PlayLine",
     "PlayTile",
+    "ProtocolMismatch",
     "Registered",
     "RoundEnded",
     "RoundStarted",

@@ -3,6 +3,10 @@
 Everything here survives the network: a dropped stream reconnects and resumes after the last
 event id it saw (nothing lost, nothing repeated); a 429 waits as long as the gateway says; a
 move that got no answer is sent again with the same Idempotency-Key, so it is applied once.
+
+Every request says which version of the protocol it speaks (``Domino-Protocol``), and every
+answer is checked for the version the gateway states before its body is decoded: another
+version raises :class:`ProtocolMismatch`, never a misread.
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ import msgspec
 
 from domino_sdk.model import MatchEnded, Move
 from domino_sdk.protocol import (
+    PROTOCOL,
+    PROTOCOL_HEADER,
+    UNSTATED,
     CreateBody,
     EventLine,
     Gap,
@@ -36,6 +43,8 @@ log = logging.getLogger(__name__)
 API = "/api/v1"
 _ENCODER = msgspec.json.Encoder()
 _JSON = {"content-type": "application/json"}
+_SPOKEN = {PROTOCOL_HEADER: str(PROTOCOL)}
+"""What every request carries: the version of the protocol this SDK speaks."""
 RETRYABLE = frozenset({502, 503, 504})
 TIMEOUT = httpx.Timeout(15.0, connect=5.0)
 _TIMEOUTS = {"timeout": TIMEOUT.as_dict()}
@@ -81,6 +90,46 @@ class StreamClosed(GatewayError):
     def __init__(self, body: dict[str, Any]) -> None:
         super().__init__(403 if body.get("reason") == "account_banned" else 401, body)
         self.code = str(body.get("reason", "closed"))
+
+
+class ProtocolMismatch(GatewayError):
+    """Raised when an answer states (``Domino-Protocol``) a version of the protocol other than
+    the one this SDK speaks, before anything of it is read: a gateway older or newer than the
+    SDK, or one refusing the SDK's version (400 ``unsupported_protocol``). ``sdk`` is this
+    SDK's version, ``gateway`` the header as the gateway sent it; ``status`` the answer's."""
+
+    def __init__(self, status: int, gateway: str) -> None:
+        self.sdk = PROTOCOL
+        self.gateway = gateway
+        message = (
+            f"the gateway speaks version {gateway!r} of the protocol, this SDK version "
+            f"{PROTOCOL}: {_advice(gateway)}"
+        )
+        super().__init__(status, {"error": "unsupported_protocol", "message": message})
+
+
+def _advice(gateway: str) -> str:
+    """What to do about a gateway stating ``gateway``: upgrade the SDK, or find a gateway."""
+    canonical = gateway.isascii() and gateway.isdigit() and len(gateway) <= 6
+    if not canonical or str(int(gateway)) != gateway:  # "01" and "1.0" are no version 1
+        return "its answers are none this SDK can read"
+    if int(gateway) > PROTOCOL:
+        return f"upgrade domino-sdk to one that speaks version {int(gateway)}"
+    return (
+        f"the gateway is older than this SDK: use a domino-sdk that speaks version "
+        f"{int(gateway)}, or a newer gateway"
+    )
+
+
+def _check_protocol(response: httpx.Response) -> None:
+    """Raise ProtocolMismatch unless ``response`` is in this SDK's version of the protocol;
+    an answer stating none is :data:`~domino_sdk.protocol.UNSTATED` (a gateway from before
+    versions were stated)."""
+    stated = response.headers.get(PROTOCOL_HEADER)
+    if stated is None:
+        stated = str(UNSTATED)
+    if stated != _SPOKEN[PROTOCOL_HEADER]:
+        raise ProtocolMismatch(response.status_code, stated)
 
 
 _CLOSED = b'{"type":"closed"'
@@ -161,10 +210,12 @@ class _Http:
     ) -> httpx.Response:
         """Send, honouring 429s and retrying network errors and 502/503/504 with backoff;
         a network error is retried past the retries until ``patience_s`` seconds have gone
-        since the first try (a gateway restarting on a loaded host takes a while)."""
+        since the first try (a gateway restarting on a loaded host takes a while). Raises
+        ProtocolMismatch for an answer in another version of the protocol."""
         attempt = 0
         loop = asyncio.get_running_loop()
         give_up_at = loop.time() + patience_s
+        headers = {**_SPOKEN, **headers} if headers else _SPOKEN
         while True:
             try:
                 response = await self._send(method, self.base + path, headers, content, params)
@@ -175,6 +226,7 @@ class _Http:
                 await asyncio.sleep(self.backoff(attempt))
                 attempt += 1
                 continue
+            _check_protocol(response)
             if response.status_code == 429 and attempt < self.retries:
                 wait = _retry_after(response)
                 limit = _body(response).get("limit")
@@ -225,16 +277,22 @@ class _Http:
 
         A dropped connection, a 429 (after waiting as it says) or a 502/503/504 opens it again,
         with ``params()`` as they are then and after calling ``on_reconnect``; raises the
-        transport error after ``attempts`` failures in a row, and GatewayError for any other
-        answer than 200.
+        transport error after ``attempts`` failures in a row, GatewayError for any other
+        answer than 200, and ProtocolMismatch, before reading a line, for an answer in another
+        version of the protocol.
         """
         attempt = 0
         timeout = httpx.Timeout(10.0, read=read_timeout)
         while True:
             try:
                 async with self.http.stream(
-                    "GET", self.base + path, headers=headers, params=params(), timeout=timeout
+                    "GET",
+                    self.base + path,
+                    headers={**_SPOKEN, **headers},  # as they are now: a token may be rotated
+                    params=params(),
+                    timeout=timeout,
                 ) as response:
+                    _check_protocol(response)
                     status = response.status_code
                     if status == 429:
                         await response.aread()

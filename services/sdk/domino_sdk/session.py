@@ -22,7 +22,7 @@ from typing import Any, Protocol, TypeVar
 import httpx
 
 from domino_sdk.account import AccountClient
-from domino_sdk.client import RETRYABLE, GatewayError, MoveRejected
+from domino_sdk.client import RETRYABLE, GatewayError, MoveRejected, ProtocolMismatch
 from domino_sdk.lobby import (
     Account,
     AccountGap,
@@ -373,6 +373,9 @@ class AccountSession:
                 return
             except MoveRejected as e:  # e.g. the turn timed out just before
                 log.warning("%s: move rejected (%s): %s", seat, e.reason, e)
+                return
+            except ProtocolMismatch as e:  # never tried again, whatever its status
+                log.error("%s: move not taken: %s", seat, e)
                 return
             except GatewayError as e:
                 if e.status == 429:
