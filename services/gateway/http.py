@@ -27,6 +27,7 @@ from starlette.routing import compile_path
 from starlette.types import Message, Receive, Scope, Send
 
 from events.codec import DecodeError
+from events.errors import SchemaTooNew
 from services.gateway.limits import LimitExceeded
 from services.metrics import GATEWAY_RATE_LIMITED, GATEWAY_REQUEST_SECONDS, GATEWAY_REQUESTS
 
@@ -208,6 +209,13 @@ class Endpoint:
             response = e.response()
         except LimitExceeded as e:
             response = limited(e)
+        except SchemaTooNew as e:  # a newer release wrote it: a gateway of that release reads it
+            log.error("stored data of a newer schema", path=scope.get("path"), error=str(e)[:300])
+            response = ApiError(
+                503,
+                "newer_schema",
+                f"{e}: a gateway of that release can answer this; this one cannot",
+            ).response()
         except DecodeError as e:  # what Redis holds does not decode: a corrupt match log
             log.error("stored data unreadable", path=scope.get("path"), error=str(e)[:300])
             response = ApiError(

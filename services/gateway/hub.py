@@ -34,6 +34,7 @@ from engine.state import MatchState
 from engine.views import redact, view_for
 from events.codec import JSON, DecodeError
 from events.envelope import Envelope
+from events.errors import SchemaTooNew
 from events.model import AnyCommand, AnyEvent, MatchEnded, Rejection, RoundEnded, TurnTimedOut
 from services.gateway.finished import Finished, Kept
 from services.gateway.protocol import EventLine, Gap, Snapshot, TurnLine, frame
@@ -649,8 +650,9 @@ class Hub:
         self, stream: str, entry_id: bytes | str, match_id: str | None, error: Exception
     ) -> None:
         """A log entry that could not be read or applied: said in the log, and passed over.
-        A feed it broke (its event would not fold) is dropped, so that its streams end and,
-        opened again, read the match afresh from its own log."""
+        A feed it broke (its event would not fold, or a newer release wrote it) is dropped, so
+        that its streams end and, opened again, read the match afresh from its own log (and
+        are refused while this gateway cannot read it): never a stream with an event left out."""
         ident = entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
         log.error(
             "unreadable log entry passed over",
@@ -659,7 +661,9 @@ class Hub:
             match_id=None if match_id is None else match_id[:200],
             error=repr(error)[:500],
         )
-        if match_id is not None and not isinstance(error, DecodeError):
+        if match_id is not None and (
+            not isinstance(error, DecodeError) or isinstance(error, SchemaTooNew)
+        ):
             feed = self.feeds.pop(match_id, None)
             for sub in feed.subs if feed is not None else ():
                 sub.finish()

@@ -189,7 +189,12 @@ def _body(component: str, required: bool = True) -> dict[str, Any]:
     return {"required": required, "content": {"application/json": {"schema": _ref(component)}}}
 
 
-_UNAVAILABLE = _error("Redis is unreachable: retry", "unavailable")
+_UNAVAILABLE = _error(
+    "Redis is unreachable (`unavailable`), or what is stored of the match was written by a "
+    "newer release than this gateway's (`newer_schema`, during a rolling deploy): retry",
+    "unavailable",
+    "newer_schema",
+)
 _BULK = _limited("bulk_reads", 0.5)
 """A bulk read (a replay, a list, a fold) that found no place: retry at its turn."""
 _CORRUPT = _error(

@@ -1,0 +1,120 @@
+"""The gateway reads a match an older schema wrote as the current one: its replay, as
+everyone and as a seat, and its spectator stream from the first event answer exactly what
+the same match written in the current schema answers (events/upcast.py; schema 0 is the
+worked example). A match holding an event of a newer schema is answered with a typed error,
+never misread."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+
+import httpx
+import msgspec
+import pytest
+
+from events.codec import JSON
+from events.envelope import SCHEMA, Envelope
+from services.store import NewEvent
+from services.store.redis import RedisEventStore
+from tests.gateway.conftest import Gateways
+from tests.support import schema0
+from tests.support.topology import client_for
+
+pytestmark = pytest.mark.service
+
+
+async def _store(g: Gateways, match_id: str, events: list[NewEvent]) -> None:
+    client = client_for(g.redis_url)
+    try:
+        settings = g.settings
+        store = RedisEventStore(client, partitions=settings.partitions, prefix=settings.prefix)
+        await store.append(match_id, events, 0, f"written-{match_id}")
+    finally:
+        await client.aclose()
+
+
+def _current(log: list[Envelope]) -> list[NewEvent]:
+    return [NewEvent(e.event.__struct_config__.tag, JSON.encode(e)) for e in log]
+
+
+def _answers(g: Gateways, match_id: str) -> dict[str, str]:
+    api = f"{g.url}/api/v1/matches/{match_id}"
+    with httpx.Client(timeout=30.0) as http:
+        answers = {
+            "replay": http.get(f"{api}/replay"),
+            "replay as seat 1": http.get(f"{api}/replay?seat=1"),
+            "spectator stream": http.get(f"{api}/stream?after=0&until=over"),
+        }
+    assert all(a.status_code == 200 for a in answers.values()), answers
+    return {what: a.text.replace(match_id, "MATCH") for what, a in answers.items()}
+
+
+def test_a_match_an_older_schema_wrote_reads_through_the_gateway_as_the_current_one(
+    gateways: Gateways,
+) -> None:
+    tag = uuid.uuid4().hex[:8]
+    old, new = f"m-old-{tag}", f"m-new-{tag}"
+    asyncio.run(_store(gateways, old, schema0.stored(schema0.played(old))))
+    asyncio.run(_store(gateways, new, _current(schema0.played(new))))
+    assert _answers(gateways, old) == _answers(gateways, new)
+
+
+def test_a_match_holding_a_newer_schema_is_a_typed_error_on_every_read(
+    gateways: Gateways,
+) -> None:
+    match_id = f"m-newer-{uuid.uuid4().hex[:8]}"
+    events = _current(schema0.played(match_id))
+    raw = msgspec.json.decode(events[-1].data)
+    events[-1] = NewEvent(events[-1].type, msgspec.json.encode({**raw, "schema": SCHEMA + 1}))
+    asyncio.run(_store(gateways, match_id, events))
+    api = f"{gateways.url}/api/v1/matches/{match_id}"
+    with httpx.Client(timeout=30.0) as http:
+        for path in ("/replay", "/replay?seat=0"):
+            answer = http.get(f"{api}{path}")
+            assert answer.status_code == 503, (path, answer.text)
+            assert answer.json()["error"] == "newer_schema"
+            assert f"schema {SCHEMA + 1} is newer" in answer.json()["message"]
+        answer = http.get(f"{api}/stream?after=0")  # refused before it starts, never misread
+        assert answer.status_code == 503, answer.text
+        assert answer.json()["error"] == "unavailable"
+
+
+def test_a_followed_match_that_a_newer_schema_writes_to_ends_its_streams(
+    gateways: Gateways,
+) -> None:
+    """Never a stream with an event left out: the spectator's stream ends, and opened again is
+    refused while this gateway cannot read the match."""
+    match_id = f"m-newer-live-{uuid.uuid4().hex[:8]}"
+    log = schema0.played(match_id)
+    kept = 12
+    asyncio.run(_store(gateways, match_id, _current(log[:kept])))
+    url = f"{gateways.url}/api/v1/matches/{match_id}/stream?after=0"
+    lines: list[dict[str, object]] = []
+    give_up = time.monotonic() + 30
+    with httpx.Client(timeout=httpx.Timeout(10.0, read=20.0)) as http:
+        with http.stream("GET", url) as stream:
+            for line in stream.iter_lines():
+                assert time.monotonic() < give_up, "the stream went on past the newer event"
+                if not line.strip():  # a keep-alive
+                    continue
+                lines.append(msgspec.json.decode(line))
+                if lines[-1].get("id") == kept:
+                    newer = msgspec.json.decode(JSON.encode(log[kept]))
+                    newer["schema"] = SCHEMA + 1
+                    event = NewEvent(newer["event"]["type"], msgspec.json.encode(newer))
+                    asyncio.run(_append(gateways, match_id, event, kept))
+        again = http.get(url)
+    assert [line["id"] for line in lines if line["type"] == "event"] == list(range(1, kept + 1))
+    assert again.status_code == 503, again.text
+
+
+async def _append(g: Gateways, match_id: str, event: NewEvent, version: int) -> None:
+    client = client_for(g.redis_url)
+    try:
+        settings = g.settings
+        store = RedisEventStore(client, partitions=settings.partitions, prefix=settings.prefix)
+        await store.append(match_id, [event], version, f"written-newer-{match_id}")
+    finally:
+        await client.aclose()
