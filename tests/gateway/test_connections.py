@@ -17,6 +17,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from services.gateway.config import GatewaySettings
 from services.gateway.connections import Proxies, address_group
 from tests.gateway.conftest import PLAY_LIMITS, Gateways, create, free_port
 
@@ -341,3 +342,38 @@ def test_trusted_proxies_are_matched_by_address_or_network() -> None:
     assert "unix:/run/proxy.sock" not in proxies  # a peer with an address is matched by it
     assert "203.0.113.7" in Proxies.of("*")
     assert "127.0.0.1" not in Proxies.of("")
+
+
+@pytest.fixture(scope="module")
+def default_caps(gateways: Gateways) -> Iterator[str]:
+    """A gateway with the default caps on connections (in all and per address), whose silent
+    connections are kept for a minute: as long as a host holding them wants."""
+    defaults = GatewaySettings()
+    env = edge_env(
+        DOMINO_GATEWAY_IDLE_S="60",
+        DOMINO_GATEWAY_HEAD_S="60",
+        DOMINO_GATEWAY_MAX_CONNECTIONS=str(defaults.max_connections),
+        DOMINO_GATEWAY_MAX_CONNECTIONS_PER_ADDRESS=str(defaults.max_connections_per_address),
+    )
+    with gateways.spawned("gateway-default-caps", free_port(), env) as url:
+        yield url
+
+
+def test_two_hosts_holding_thousands_of_idle_sockets_leave_a_third_answered(
+    default_caps: str,
+) -> None:
+    """The hostile finding as it was made: 2 x 2,500 silent sockets from two addresses, more
+    than the gateway's whole cap (4,096). Each address is held to its own cap (256), so a
+    third host is answered all along, and each flooding host is told why it is refused."""
+    defaults = GatewaySettings()
+    assert defaults.max_connections < 2 * 2_500
+    with (
+        sockets(default_caps, 2_500, source="127.0.0.2"),
+        sockets(default_caps, 2_500, source="127.0.0.3"),
+    ):
+        for _ in range(3):
+            assert health(default_caps, "127.0.0.5").status_code == 200
+        for flooder in ("127.0.0.2", "127.0.0.3"):
+            r = health(default_caps, flooder)
+            assert r.status_code == 503, r.text
+            assert r.json()["error"] == "too_many_connections_from_address"
