@@ -1479,12 +1479,14 @@ class Gateway:
         """POST /matches/{id}/seats/{seat}/moves: play, draw or pass, confirmed or rejected."""
         match_id = self._match_id(request)
         seat: int = request.params["seat"]
-        credential = await self._authorize(request, match_id, seat)
-        limited = f"acct:{credential.account}" if credential.account else credential.token
-        # every request counts, per seat; none is sent while its token (or account) has had
-        # too many moves rejected lately. A move is counted in the call that sends it; a
-        # request that is no move, or a copy of one on its way, is counted on its own first.
-        charge = Charge(self.moves, f"{match_id}:{seat}", [(self.rejected_moves, limited)])
+        await self._authorize(request, match_id, seat)
+        # every request counts, per seat; none is sent while the seat has had too many moves
+        # rejected lately. Both are the seat's own: a match sending bad moves never holds up
+        # a legal one its account makes in another. A move is counted in the call that sends
+        # it; a request that is no move, or a copy of one on its way, is counted on its own
+        # first.
+        limited = f"{match_id}:{seat}"
+        charge = Charge(self.moves, limited, [(self.rejected_moves, limited)])
         try:
             key, command = await self._move_of(request, seat)
         except ApiError:

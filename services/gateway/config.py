@@ -118,15 +118,16 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
         float,
         Var(
             "DOMINO_GATEWAY_REJECTED_MOVES_PER_S",
-            "rejected moves a seat token or account may post per second, sustained; past it "
-            "its moves get 429 before they reach the referee",
+            "rejected moves one seat of a match may post per second, sustained; past it the "
+            "seat's moves get 429 before they reach the referee (the account's other matches "
+            "are not held up)",
         ),
     ] = 0.2
     rejected_move_burst: Annotated[
         int,
         Var(
             "DOMINO_GATEWAY_REJECTED_MOVE_BURST",
-            "rejected moves a seat token or account may post at once before the rate applies",
+            "rejected moves one seat of a match may post at once before the rate applies",
         ),
     ] = 20
     auth_failures_per_s: Annotated[

@@ -13,6 +13,7 @@ import contextlib
 import math
 import random
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -502,3 +503,47 @@ def test_wrong_operator_tokens_from_one_address_get_429_before_the_token_is_comp
         assert operator.get(f"{pair.b}/metrics", headers=right).status_code == 200
         wrong = operator.get(f"{pair.b}/metrics", headers={"authorization": "Bearer guess"})
         assert wrong.status_code == 403
+
+
+def test_rejected_moves_in_one_match_never_hold_up_a_legal_move_of_the_account_elsewhere(
+    pair: Pair,
+) -> None:
+    """A buggy match does not lock its account out: the rejected moves' budget is the seat's
+    own. Its seat in one match sends moves the referee rejects until it is throttled; the same
+    account's legal move in its other match goes through."""
+    with client(fresh_address()) as http:
+        r = http.post(f"{pair.a}{API}/accounts", json={"name": f"buggy{uuid.uuid4().hex[:8]}"})
+        assert r.status_code == 201, r.text
+        token = r.json()["token"]
+        tables = []
+        for _ in range(2):
+            express = {"players": 2, "family": "express"}
+            r = create(http, pair.a, [None, None], deadline_ms=120_000, rules=express)
+            assert r.status_code == 201, r.text
+            match_id = r.json()["match"]["match_id"]
+            mine = http.post(
+                f"{pair.a}{API}/matches/{match_id}/join",
+                json={},
+                headers={"authorization": f"Bearer {token}"},
+            )
+            assert mine.status_code == 201, mine.text
+            other = join(http, pair.b, match_id)
+            assert other.status_code == 201, other.text
+            wait_for_version(pair.g, match_id, 2)
+            tables.append((match_id, mine.json()["seat"], other.json()["token"]))
+        (buggy, buggy_seat, _), (fine, seat, guest) = tables
+        draw = {"type": "draw_tile"}  # never allowed in Express (E1), whoever's turn it is
+        for i in range(3):
+            r = move(http, pair.a, buggy, buggy_seat, token, draw, f"bad{i}")
+            assert r.status_code == 409, r.text
+        limited(move(http, pair.a, buggy, buggy_seat, token, draw, "bad3"), "rejected_moves", 3)
+        for i in range(8):  # the guest plays until the account's seat has a move to make
+            turn, body = first_legal(pair.g, fine)
+            if turn == seat:
+                break
+            r = move(http, pair.b, fine, turn, guest, body, f"guest{i}")
+            assert r.status_code == 200, r.text
+        assert turn == seat, "the account's seat never had a move to make"
+        r = move(http, pair.a, fine, seat, token, body, "legal")
+        assert r.status_code == 200, r.text
+        limited(move(http, pair.a, buggy, buggy_seat, token, draw, "bad4"), "rejected_moves", 3)
