@@ -926,21 +926,26 @@ def _player_paths() -> dict[str, Any]:
         f"{API}/challenges": {
             "post": {
                 "summary": "Challenge named accounts: the challenger sits at seat 0, the "
-                "challenged in the order named; the match starts when the last one accepts",
+                "challenged in the order named; the match starts when the last one accepts. "
+                "Opponents that are all house bot pools (`greedy`, `random`, ...) always accept: "
+                "the match starts at once, and the answer is the challenge started",
                 "security": _ACCOUNT,
                 "requestBody": _body("ChallengeBody"),
                 "responses": _as_account(
                     {
                         "201": _json(
-                            "made; those named get a `challenge` event", _ref("ChallengeAnswer")
+                            "made; those named get a `challenge` event (house pools: started, "
+                            "with its `match_id`)",
+                            _ref("ChallengeAnswer"),
                         ),
                         **_BODY_ERRORS,
                         "404": _error("no account of a name given", "no_account"),
                         "409": _error(
-                            "an account named is banned, or the challenger plays its most "
-                            "matches at once",
+                            "an account named is banned, the challenger plays its most "
+                            "matches at once, or no worker of a house pool named is running",
                             "account_banned",
                             "too_many_matches",
+                            "pool_unavailable",
                         ),
                         "422": _refused(
                             "JSON of the wrong shape, a bad deadline_ms, or opponents that do not "
@@ -958,6 +963,8 @@ def _player_paths() -> dict[str, Any]:
                             "open_challenges_per_account",
                             "open_challenges_to_account",
                             "open_challenges_per_pair",
+                            "house_matches_per_account",
+                            "house_matches_per_client",
                             "auth_failures",
                         ),
                     }

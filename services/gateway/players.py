@@ -20,6 +20,8 @@ import structlog
 from starlette.types import Receive, Scope, Send
 
 from engine.rules import Rules
+from engine.strategy import STRATEGIES
+from services.core.commands import new_match_id
 from services.gateway.config import GatewaySettings
 from services.gateway.credentials import Binding, Credential, Credentials, closed_line
 from services.gateway.http import ApiError, Request, Response, decode_body
@@ -31,7 +33,7 @@ from services.gateway.streaming import OPEN_STREAMS, on_disconnect, start_stream
 from services.lobby.accounts import Account, AccountError, Accounts
 from services.lobby.arena import Format
 from services.lobby.arenas import Arena, ArenaRefused, Arenas
-from services.lobby.challenges import ChallengeError, Challenges
+from services.lobby.challenges import Challenge, ChallengeError, Challenges
 from services.lobby.seeks import KINDS, SeekError, Seeks
 from services.lobby.tables import LobbyMatch
 from services.projections.accounts import AccountFeeds
@@ -141,7 +143,9 @@ class Host(Protocol):
         seats: list[Account | str],
         deadline_ms: int | None = None,
         creator: str = "",
+        match_id: str | None = None,
     ) -> LobbyMatch: ...
+    async def match_over(self, match_id: str) -> bool: ...
 
 
 class Players:
@@ -233,7 +237,8 @@ class Players:
     # -- challenges ----------------------------------------------------------------------------
 
     async def challenge(self, request: Request) -> Response:
-        """POST /challenges: challenge named accounts to a match."""
+        """POST /challenges: challenge named accounts to a match, or house bot pools (named as
+        pools: the match starts at once)."""
         await self.gw.lobby_write(request)
         account = await self.gw.account(request)
         body = decode_body(
@@ -243,6 +248,8 @@ class Players:
         rules = self.gw.rules_of(body.rules, players)
         deadline = self.gw.deadline_of(body.deadline_ms, open_seats=True)
         await self.gw.under_cap(account)
+        if body.opponents and all(name in STRATEGIES for name in body.opponents):
+            return await self._against_house(request, account, body.opponents, rules, deadline)
         challenges, limits, redis = self.gw.challenges, self.gw.lobby_limits, self.gw.redis
         try:
             made = await challenges.prepare(account, body.opponents, rules, deadline)
@@ -256,6 +263,35 @@ class Players:
             raise
         log.info("challenge made", challenge=made.id, account=account.id)
         return Response.json({"challenge": made.public()}, status=201)
+
+    async def _against_house(
+        self, request: Request, account: Account, pools: list[str], rules: Rules, deadline: int
+    ) -> Response:
+        """A challenge of house bot pools only: the house always accepts, so the match starts
+        at once, counted against the account's and the address's house matches. Answered as
+        a challenge already started (it is kept nowhere: there is nothing left to answer)."""
+        if len(pools) + 1 != rules.players:
+            raise ApiError(
+                422,
+                "bad_players",
+                f"these rules seat {rules.players} players: name {rules.players - 1} opponents "
+                "(C3)",
+            )
+        await self.gw.check_pools(pools)
+        limits, redis = self.gw.lobby_limits, self.gw.redis
+        match_id = new_match_id()
+        counted = await limits.house_match(  # LimitExceeded: 429, nothing made
+            redis, match_id, [account.id], [request.client], self.gw.match_over
+        )
+        try:
+            seats: list[Account | str] = [account, *pools]
+            await self.gw.start_for(rules, seats, deadline, creator=account.id, match_id=match_id)
+        except BaseException:
+            await limits.house_match_failed(redis, counted)
+            raise
+        started = Challenge.against_house(account, pools, rules, deadline, match_id)
+        log.info("house challenge started", challenge=started.id, match_id=match_id)
+        return Response.json({"challenge": started.public()}, status=201)
 
     async def challenges(self, request: Request) -> Response:
         """GET /challenges: the account's challenges, made and received."""

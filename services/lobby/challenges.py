@@ -108,6 +108,28 @@ class Challenge(msgspec.Struct, frozen=True, kw_only=True):
     created: float
     expires: float
 
+    @classmethod
+    def against_house(
+        cls, challenger: Account, pools: list[str], rules: Rules, deadline_ms: int, match_id: str
+    ) -> Challenge:
+        """A challenge of house bot pools, started as it is made: each pool is an opponent
+        ``house:<pool>`` that has accepted (as arenas name house entrants)."""
+        now = round(time.time(), 3)
+        opponents = tuple(f"house:{pool}" for pool in pools)
+        return cls(
+            id="c-" + secrets.token_hex(6),
+            challenger=challenger.id,
+            opponents=opponents,
+            names=(challenger.name, *pools),
+            rules=rules,
+            deadline_ms=deadline_ms,
+            status="started",
+            accepted=opponents,
+            match_id=match_id,
+            created=now,
+            expires=now,
+        )
+
     def public(self) -> dict[str, Any]:
         """The challenge as JSON."""
         return {

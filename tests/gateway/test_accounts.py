@@ -176,6 +176,37 @@ async def test_an_account_joins_plays_and_is_told_when_its_match_starts_and_ends
     assert created.accounts == (account, None) and created.players[1] == "greedy"
 
 
+async def test_an_account_challenges_the_house_and_its_match_starts_at_once(
+    gateways: Gateways,
+) -> None:
+    """One call: a challenge naming a house pool is started as it is made, with its match,
+    and the account plays it to the end."""
+    url = gateways.url
+    account, token = register(url, unique("visitor"))
+    async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+        r = await client.post(
+            "/api/v1/challenges",
+            json={"opponents": ["greedy"], "rules": {"family": "express", "target": 20}},
+            headers=auth(token),
+        )
+        assert r.status_code == 201, r.text
+        challenge = r.json()["challenge"]
+        assert challenge["status"] == "started" and challenge["match_id"]
+        assert challenge["from"] == {"id": account, "name": challenge["from"]["name"]}
+        assert challenge["to"] == [{"id": "house:greedy", "name": "greedy", "accepted": True}]
+        match_id = challenge["match_id"]
+        started = await next_event(client, token, "match_started")
+        assert started["match_id"] == match_id and started["seats"] == [0]
+        assert await play_account(client, token, 1) == [match_id]
+        for opponents in (["greedy", "nobody-of-that-name"], ["no-such-pool"]):
+            r = await client.post(
+                "/api/v1/challenges", json={"opponents": opponents}, headers=auth(token)
+            )
+            assert r.status_code == 404 and r.json()["error"] == "no_account", r.text
+    created = await asyncio.to_thread(first_of, gateways, match_id)
+    assert created.accounts == (account, None) and created.bots == (None, "greedy")
+
+
 async def test_two_accounts_challenge_each_other_and_play_over_one_connection_each(
     gateways: Gateways,
 ) -> None:

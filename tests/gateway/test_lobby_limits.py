@@ -278,6 +278,34 @@ def test_an_accounts_house_matches_are_counted_until_they_end_from_any_address(
         cancel(pair, r, token)
 
 
+def test_a_challenge_of_the_house_counts_as_a_house_match_of_the_account(pair: Pair) -> None:
+    """The house accepts at once, so its challenges are not counted as open challenges but as
+    house matches: two of them, and the third is refused until one is over."""
+    _, token = account(pair.a, "challenger")
+    with client(fresh_address()) as http, client(fresh_address()) as elsewhere:
+
+        def house(http: httpx.Client) -> httpx.Response:
+            return http.post(
+                f"{pair.next()}{API}/challenges",
+                json={"opponents": ["random"], "rules": STRAIGHT_2P},
+                headers=auth(token),
+            )
+
+        started = [house(http), house(http)]
+        for r in started:
+            assert r.status_code == 201 and r.json()["challenge"]["status"] == "started", r.text
+        refused(pair, house(elsewhere), "house_matches_per_account")
+        for r in started:  # the account resigns its seat (0): the matches are over
+            match_id = r.json()["challenge"]["match_id"]
+            gone = http.post(
+                f"{pair.next()}{API}/matches/{match_id}/seats/0/moves",
+                json={"type": "resign"},
+                headers={**auth(token), "Idempotency-Key": "resign"},
+            )
+            assert gone.status_code == 200, gone.text
+        assert until_created(pair, lambda: house(elsewhere)).status_code == 201
+
+
 def test_a_seek_waits_unfilled_while_its_account_has_its_most_house_matches(
     pair: Pair,
 ) -> None:
