@@ -258,6 +258,35 @@ Reason = Literal[
 ]
 
 
+REASONS: dict[Reason, tuple[tuple[str, ...], str]] = {
+    "draw_in_express": (("E1",), "a draw in Express, where nobody draws"),
+    "not_your_turn": (("C4",), "a seat moved out of turn"),
+    "no_such_seat": (("C3",), "a seat the match does not have"),
+    "tile_not_in_hand": (("C8",), "a tile the seat does not hold"),
+    "tile_does_not_match": (("C6",), "a tile that matches no open end"),
+    "no_such_end": (("C6", "S2"), "an end the line does not have, or not yet (the spinner's)"),
+    "ambiguous_end": (("C6",), "a tile that fits more than one end, with no end named"),
+    "must_lead_forced_tile": (("E2",), "the first round's lead is not the forced tile"),
+    "must_play": (("S3",), "a draw or pass by a seat holding a playable tile"),
+    "boneyard_empty": (("S3",), "a draw from an empty boneyard: pass"),
+    "must_draw": (("S3",), "a pass while the boneyard still has tiles: draw"),
+    "round_over": (("C10",), "a move after the round ended, before the next deal"),
+    "match_over": (("C9",), "a move after the match ended"),
+    "no_match": ((), "a command to a match that does not exist (or has not started)"),
+    "match_exists": ((), "a match created twice"),
+    "bad_deal": (("C1", "C5", "E3", "F1", "S1"), "a deal that is not a whole, fair deal"),
+    "bad_players": (("C3",), "seats, names, bot pools or accounts the match cannot have"),
+    "bad_rules": (("C1", "C3", "E6", "S7"), "a rule set, deadline or cap the engine refuses"),
+    "stale_timeout": ((), "a timeout for a turn that has already passed"),
+    "late": ((), "a move that reached the referee after its turn's deadline"),
+    "too_late_to_abort": ((), "an abort after the seat's side has moved: resign instead"),
+    "bad_command": ((), "a command that cannot be read (or of a newer schema)"),
+    "conflict": ((), "the match kept moving while the move was decided: send it again"),
+}
+"""What each reason means, and the rules (RULES.md) a rejection for it may name ("-" when it
+names none): the table of reasons in docs/protocol.md is made from this."""
+
+
 class Rejection(msgspec.Struct, frozen=True, kw_only=True, tag="rejection", tag_field="type"):
     """Why a command was refused: a reason code, the rule it breaks, and a readable message."""
 
