@@ -424,7 +424,13 @@ def _pools(spec: str) -> dict[str, int]:
 def cmd_up(args: argparse.Namespace) -> int:
     """Run Redis (embedded unless REDIS_URL), referees, bots and projector until Ctrl-C."""
     settings = _settings()
+    if args.data_dir is not None:
+        settings = msgspec.structs.replace(settings, data_dir=args.data_dir)
     pools = _pools(args.bots)
+    # an option is its variable, set for this process and the ones it starts
+    for name, value in (("DOMINO_GATEWAY_PORT", args.port), ("DOMINO_GATEWAY_HOST", args.host)):
+        if value is not None:
+            os.environ[name] = str(value)
     try:  # read before anything starts: a bad gateway setting stops nothing half-started
         gateway = GatewaySettings.from_env()
     except GatewayConfigError as e:
@@ -648,6 +654,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("up", help="run the whole service (Redis, referee, bots) until Ctrl-C")
+    p.add_argument("--port", type=int, help="the gateway's port (DOMINO_GATEWAY_PORT; 8080)")
+    p.add_argument(
+        "--host", help="the address the gateway listens on (DOMINO_GATEWAY_HOST; 127.0.0.1)"
+    )
+    p.add_argument("--data-dir", help="where the embedded Redis keeps its files (DOMINO_DATA_DIR)")
     p.add_argument("--referees", type=int, default=1)
     p.add_argument("--bots", default="random=1,greedy=1,search=1", help="pool=workers,...")
     p.add_argument(

@@ -28,22 +28,26 @@ PARTITIONS = 4
 
 
 @contextlib.contextmanager
-def domino_up_cluster(data_dir: Path, metrics_port: int) -> Iterator[subprocess.Popen[str]]:
-    """``domino up --cluster`` in its own data dir, until the end of the block; what it and
-    its children print goes to ``up.log`` beside the data dir (a pipe nobody reads while it
-    runs would fill and stop them)."""
+def domino_up_cluster(
+    data_dir: Path, metrics_port: int, gateway_port: int
+) -> Iterator[subprocess.Popen[str]]:
+    """``domino up --cluster`` in its own data dir and on its own gateway port (given as
+    options, as a newcomer would), until the end of the block; what it and its children print
+    goes to ``up.log`` beside the data dir (a pipe nobody reads while it runs would fill and
+    stop them)."""
     env = {
         **os.environ,
-        "DOMINO_DATA_DIR": str(data_dir),
         "DOMINO_PARTITIONS": str(PARTITIONS),
         "DOMINO_METRICS_PORT": str(metrics_port),
-        "DOMINO_GATEWAY_PORT": str(free_port()),
         "DOMINO_LOG_LEVEL": "warning",
     }
-    env.pop("REDIS_URL", None)
+    for name in ("REDIS_URL", "DOMINO_DATA_DIR", "DOMINO_GATEWAY_PORT"):
+        env.pop(name, None)
+    up = [sys.executable, "-m", "services.cli.main", "up", "--cluster", "--bots", "random=1"]
+    options = ["--data-dir", str(data_dir), "--port", str(gateway_port)]
     with open(_log_of(data_dir), "w") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "services.cli.main", "up", "--cluster", "--bots", "random=1"],
+            [*up, *options],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -86,7 +90,8 @@ def test_domino_up_cluster_serves_metrics_and_domino_status_reads_the_cluster(
     the same data dir reports every partition leased and the moves, and every process's
     ``/metrics`` counts them."""
     base = consecutive_free_ports(4)  # referee, bots, projector, gateway
-    with domino_up_cluster(tmp_path, base) as up:
+    gateway = free_port()
+    with domino_up_cluster(tmp_path, base, gateway) as up:
         deadline = time.monotonic() + 60
         while not (tmp_path / URL_FILE).exists():
             if up.poll() is not None:
@@ -111,6 +116,7 @@ def test_domino_up_cluster_serves_metrics_and_domino_status_reads_the_cluster(
         assert _moved(base)
         for offset in range(1, 4):  # bots, projector, gateway: each its own exporter
             assert _ready(base + offset, time.monotonic() + 30), offset
+        assert httpx.get(f"http://127.0.0.1:{gateway}/healthz", timeout=5).status_code == 200
         operator = (tmp_path / URL_FILE).read_text().strip()
         with redis.Redis.from_url(operator) as node:
             info = node.cluster("INFO")
