@@ -168,6 +168,11 @@ STOP_S = 5.0
 """How long a stopping gateway waits for its background work (the matchmaker's round) to end."""
 READY_PING_S = 2.0
 """A Redis that does not answer a ping within this long leaves the gateway not ready."""
+TIMED_OUT = (
+    "no answer from the referee in time; the move may still be applied: send it again with "
+    "the same Idempotency-Key"
+)
+"""What a move that got no answer in time is told."""
 _MOVES = {outcome: GATEWAY_MOVES.labels(outcome) for outcome in ("accepted", "rejected", "timeout")}
 
 
@@ -1480,48 +1485,74 @@ class Gateway:
         match_id = self._match_id(request)
         seat: int = request.params["seat"]
         await self._authorize(request, match_id, seat)
-        # every request counts, per seat; none is sent while the seat has had too many moves
-        # rejected lately. Both are the seat's own: a match sending bad moves never holds up
-        # a legal one its account makes in another. A move is counted in the call that sends
-        # it; a request that is no move, or a copy of one on its way, is counted on its own
-        # first.
-        limited = f"{match_id}:{seat}"
-        charge = Charge(self.moves, limited, [(self.rejected_moves, limited)])
+        charge = self.move_charge(match_id, seat)
         try:
-            key, command = await self._move_of(request, seat)
+            key = move_key(request.header(b"idempotency-key"))
+            raw = await request.json_body(self.config.max_body_bytes)
         except ApiError:
             await charge.hit(self.redis)
             raise
+        played = await self.play_move(match_id, seat, key, raw, charge)
+        headers = charge.headers()
+        r = played.rejection
+        if r is not None:
+            return Response.json(
+                {"error": "rejected", **_why(r), "message": r.message, "accepted": False},
+                409,
+                headers,
+            )
+        if played.version is None:
+            return Response.json({"error": "timeout", "message": TIMED_OUT}, 504, headers)
+        return Response.json(
+            {"accepted": True, "version": played.version, "replayed": played.replayed},
+            200,
+            headers,
+        )
+
+    def move_charge(self, match_id: str, seat: int) -> Charge:
+        """How a move of the seat is counted: every request counts, per seat, and none is sent
+        while the seat has had too many moves rejected lately. Both are the seat's own: a match
+        sending bad moves never holds up a legal one its account makes in another."""
+        limited = f"{match_id}:{seat}"
+        return Charge(self.moves, limited, [(self.rejected_moves, limited)])
+
+    async def play_move(
+        self, match_id: str, seat: int, key: str, raw: bytes, charge: Charge
+    ) -> Outcome:
+        """Play the move ``raw`` (a ``Move`` body, JSON) for an authorised seat under the
+        Idempotency-Key ``key``, as POST /moves and the seat's socket both do: accepted at a
+        version (``replayed`` when this key was applied before), rejected, or no answer in time
+        (neither). Raises ApiError when ``raw`` is no move of the seat or ``key`` was used for
+        another move, LimitExceeded over a limit. A move is counted by ``charge`` in the call
+        that sends it; one that is no move, or a copy of one on its way, on its own first."""
+        try:
+            body = decode_body(raw, _MOVE, "move")
+            if body.seat is not None and body.seat != seat:
+                raise ApiError(
+                    403, "wrong_seat", f"this token plays seat {seat}, not seat {body.seat}"
+                )
+        except ApiError:
+            await charge.hit(self.redis)
+            raise
+        command = _command(body, seat)
         command_id = f"gw:{seat}:{key}"
         if (match_id, command_id) in self.hub.flights:
             await charge.hit(self.redis)
             outcome, done = await self._await(match_id, command_id, command)
         else:
             outcome, done = await self._await(match_id, command_id, command, charge)
-        headers = charge.headers()
         if outcome is not None and outcome.rejection is not None:
-            r = outcome.rejection
             _MOVES["rejected"].inc()
-            log.debug("move rejected", match_id=match_id, seat=seat, reason=r.reason)
-            await self.rejected_moves.count(self.redis, limited)
-            return Response.json(
-                {"error": "rejected", **_why(r), "message": r.message, "accepted": False},
-                409,
-                headers,
+            log.debug(
+                "move rejected", match_id=match_id, seat=seat, reason=outcome.rejection.reason
             )
+            await self.rejected_moves.count(self.redis, f"{match_id}:{seat}")
+            return outcome
         if outcome is None and done is not None:
             outcome = Outcome(version=_first(done), replayed=True)
         if outcome is None or outcome.version is None:
             _MOVES["timeout"].inc()
-            return Response.json(
-                {
-                    "error": "timeout",
-                    "message": "no answer from the referee in time; the move may still be "
-                    "applied: send it again with the same Idempotency-Key",
-                },
-                504,
-                headers,
-            )
+            return Outcome()
         version = outcome.version
         if outcome.replayed:  # what was applied under this key must be this very move
             records = await self.source.read(match_id, version, version)
@@ -1532,26 +1563,7 @@ class Gateway:
                     f"Idempotency-Key {key!r} was already used for a different move",
                 )
         _MOVES["accepted"].inc()
-        return Response.json(
-            {"accepted": True, "version": version, "replayed": outcome.replayed}, 200, headers
-        )
-
-    async def _move_of(self, request: Request, seat: int) -> tuple[str, Move | Resign | Abort]:
-        """The Idempotency-Key and the command of a move request; ApiError when it is not a
-        well-formed move of the seat."""
-        key = request.header(b"idempotency-key")
-        if key is None:
-            raise ApiError(
-                400, "missing_idempotency_key", "send an Idempotency-Key header with each move"
-            )
-        if _KEY.fullmatch(key) is None:
-            raise ApiError(
-                400, "bad_idempotency_key", "an Idempotency-Key is 1-64 of A-Z a-z 0-9 . _ : -"
-            )
-        body = decode_body(await request.json_body(self.config.max_body_bytes), _MOVE, "move")
-        if body.seat is not None and body.seat != seat:
-            raise ApiError(403, "wrong_seat", f"this token plays seat {seat}, not seat {body.seat}")
-        return key, _command(body, seat)
+        return outcome
 
     # -- misc ----------------------------------------------------------------------------------
 
@@ -1595,6 +1607,19 @@ def _command(
     if isinstance(body, AbortBody):
         return Abort(seat=seat)
     return PassTurn(seat=seat)
+
+
+def move_key(key: str | None) -> str:
+    """A move's Idempotency-Key, checked; ApiError 400 when it is missing or malformed."""
+    if key is None:
+        raise ApiError(
+            400, "missing_idempotency_key", "send an Idempotency-Key header with each move"
+        )
+    if _KEY.fullmatch(key) is None:
+        raise ApiError(
+            400, "bad_idempotency_key", "an Idempotency-Key is 1-64 of A-Z a-z 0-9 . _ : -"
+        )
+    return key
 
 
 def _count(request: Request, name: str, low: int, high: int | None, default: T) -> int | T:
