@@ -33,7 +33,7 @@ from services.gateway.streaming import OPEN_STREAMS, on_disconnect, start_stream
 from services.lobby.accounts import Account, AccountError, Accounts
 from services.lobby.arena import Format
 from services.lobby.arenas import Arena, ArenaRefused, Arenas
-from services.lobby.challenges import Challenge, ChallengeError, Challenges
+from services.lobby.challenges import Challenge, ChallengeError, Challenges, check_seats
 from services.lobby.seeks import KINDS, SeekError, Seeks
 from services.lobby.tables import LobbyMatch
 from services.projections.accounts import AccountFeeds
@@ -270,13 +270,10 @@ class Players:
         """A challenge of house bot pools only: the house always accepts, so the match starts
         at once, counted against the account's and the address's house matches. Answered as
         a challenge already started (it is kept nowhere: there is nothing left to answer)."""
-        if len(pools) + 1 != rules.players:
-            raise ApiError(
-                422,
-                "bad_players",
-                f"these rules seat {rules.players} players: name {rules.players - 1} opponents "
-                "(C3)",
-            )
+        try:
+            check_seats(pools, rules)
+        except ChallengeError as e:
+            raise ApiError(e.status, e.code, str(e)) from None
         await self.gw.check_pools(pools)
         limits, redis = self.gw.lobby_limits, self.gw.redis
         match_id = new_match_id()

@@ -93,6 +93,16 @@ class ChallengeError(Exception):
         self.code = code
 
 
+def check_seats(opponents: list[str], rules: Rules) -> None:
+    """Raise ChallengeError unless the challenger and ``opponents`` fill the rules' seats."""
+    if len(opponents) + 1 != rules.players:
+        raise ChallengeError(
+            422,
+            "bad_players",
+            f"these rules seat {rules.players} players: name {rules.players - 1} opponents (C3)",
+        )
+
+
 class Challenge(msgspec.Struct, frozen=True, kw_only=True):
     """A challenge as anyone involved may see it."""
 
@@ -192,13 +202,7 @@ class Challenges:
         """The challenge of the accounts named ``opponents``, checked and not yet made; raises
         ChallengeError for an unknown, banned or repeated name, the challenger itself, or a
         count that is not the rules'."""
-        if len(opponents) + 1 != rules.players:
-            raise ChallengeError(
-                422,
-                "bad_players",
-                f"these rules seat {rules.players} players: name {rules.players - 1} opponents "
-                "(C3)",
-            )
+        check_seats(opponents, rules)
         found: list[Account] = []
         for name in opponents:
             account = await self.accounts.by_name(name) if isinstance(name, str) else None

@@ -14,44 +14,27 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from engine.game import evolve
-from engine.state import MatchState
 from engine.strategy import make_strategy
 from engine.views import view_for
 from events.codec import JSON
 from events.envelope import SCHEMA, CommandEnvelope, Envelope
 from events.model import MatchEnded, TurnTimedOut
 from services.projections.projector import Projector
-from services.store import NewEvent
 from services.transport.base import Message
 from tests.behaviour.table import Table
 from tests.behaviour.test_projector import checkpoints_for
+from tests.service.conftest import fold
 from tests.support import schema0
 from tests.support.backends import Backend
 
 pytestmark = [pytest.mark.behaviour, pytest.mark.anyio]
 
 
-def _state(log: list[Envelope]) -> MatchState:
-    state = None
-    for envelope in log:
-        state = evolve(state, envelope.event)
-    assert state is not None
-    return state
-
-
 def _mid_round(log: list[Envelope]) -> int:
     """How many events of ``log`` to keep so the match stands mid-round, after a pass."""
     passes = [e.version for e in log if e.event.__struct_config__.tag == "turn_passed"]
-    cut = next(v for v in passes if _state(log[:v]).phase == "playing")
+    cut = next(v for v in passes if fold(log[:v]).phase == "playing")
     return cut
-
-
-def _newer(envelope: Envelope) -> NewEvent:
-    """``envelope`` as a process of the next schema would store it."""
-    raw = msgspec.json.decode(JSON.encode(envelope))
-    raw["schema"] = SCHEMA + 1
-    return NewEvent(raw["event"]["type"], msgspec.json.encode(raw))
 
 
 async def test_a_match_an_older_release_began_is_played_on_and_projected_by_this_one(
@@ -87,10 +70,11 @@ async def test_a_command_to_a_match_holding_a_newer_event_is_parked_and_nothing_
     table = await Table(backend).start()
     log = schema0.played("m-new")
     kept = _mid_round(log)
-    current = [NewEvent(e.event.__struct_config__.tag, JSON.encode(e)) for e in log[: kept - 1]]
-    await table.store.append("m-new", current, 0, "written-by-schema-1")
-    await table.store.append("m-new", [_newer(log[kept - 1])], kept - 1, "written-by-schema-2")
-    state = _state(log[:kept])
+    await table.store.append("m-new", schema0.current(log[: kept - 1]), 0, "written-by-schema-1")
+    await table.store.append(
+        "m-new", [schema0.stored_newer(log[kept - 1])], kept - 1, "written-by-schema-2"
+    )
+    state = fold(log[:kept])
     await table.send("m-new", make_strategy("greedy").choose(view_for(state, state.turn)), "c1")
     for _ in range(4):  # the deliveries a command gets before it is parked for good
         await table.referee.step()
@@ -116,7 +100,7 @@ async def test_a_match_holding_a_newer_event_keeps_its_clock_and_not_the_others(
     await table.create(other, bots=(None, None), deadline_ms=1_000)
     await table.create("m-newer", bots=(None, None), deadline_ms=1_000)
     [stored] = await table.store.read("m-newer", 2, 2)
-    newer = _newer(JSON.decode_envelope(stored.data))
+    newer = schema0.stored_newer(JSON.decode_envelope(stored.data))
     version = len(await table.store.read("m-newer"))
     await table.store.append("m-newer", [newer], version, "written-by-schema-2")
     table.referee.matches.forget("m-newer")
@@ -137,9 +121,8 @@ async def test_the_projector_parks_a_partition_at_a_newer_event_and_goes_on_with
         f"m-else{n}" for n in range(1000) if table.keys.partition_of(f"m-else{n}") != partition
     )
     log = schema0.played("m-newer")
-    current = [NewEvent(e.event.__struct_config__.tag, JSON.encode(e)) for e in log[:5]]
-    await table.store.append("m-newer", current, 0, "written-by-schema-1")
-    await table.store.append("m-newer", [_newer(log[5])], 5, "written-by-schema-2")
+    await table.store.append("m-newer", schema0.current(log[:5]), 0, "written-by-schema-1")
+    await table.store.append("m-newer", [schema0.stored_newer(log[5])], 5, "written-by-schema-2")
     await table.create(elsewhere)
     checkpoints = checkpoints_for(backend)
     projector = Projector(backend.store, checkpoints)
@@ -157,17 +140,16 @@ async def test_a_bot_worker_parks_a_turn_of_a_newer_schema_instead_of_answering_
     table = await Table(backend).start()
     await table.create("m-1")
     [turn] = await table.turns()
-    raw = msgspec.json.decode(JSON.encode(turn))
-    raw["schema"] = SCHEMA + 1
+    newer = schema0.newer(turn)
     stream = table.keys.turns(table.keys.partition_of("m-1"), table.pool)
-    await backend.transport.publish([Message(stream, msgspec.json.encode(raw))])
+    await backend.transport.publish([Message(stream, newer)])
     commands = table.keys.commands(table.keys.partition_of("m-1"))
     before = len(await backend.store.read_stream(commands))
     assert await table.bots.step() == 2  # the referee's turn and the newer copy of it
     assert len(await backend.store.read_stream(commands)) == before + 1  # one answer only
     [dead] = await backend.store.read_stream(table.keys.dead_letters)
     assert b"newer than this reader" in dead.fields[b"reason"]
-    assert dead.fields[b"__data__"] == msgspec.json.encode(raw)  # parked whole, to be read
+    assert dead.fields[b"__data__"] == newer  # parked whole, to be read
 
 
 async def test_a_command_envelope_of_a_newer_schema_is_rejected_to_its_sender(
@@ -180,8 +162,7 @@ async def test_a_command_envelope_of_a_newer_schema_is_rejected_to_its_sender(
     envelope = CommandEnvelope(
         match_id="m-1", command_id="c-newer", command=move, reply_to=table.replies
     )
-    raw = msgspec.json.decode(JSON.encode(envelope))
-    await table.send_raw("m-1", msgspec.json.encode({**raw, "schema": SCHEMA + 1}))
+    await table.send_raw("m-1", schema0.newer(envelope))
     await table.referee.step()
     [rejected] = await table.rejections()
     assert (rejected.command_id, rejected.rejection.reason) == ("c-newer", "bad_command")

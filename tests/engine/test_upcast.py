@@ -16,26 +16,19 @@ from engine.game import evolve
 from engine.state import MatchState
 from engine.views import view_for
 from events.codec import JSON, MSGPACK
-from events.envelope import SCHEMA, CommandEnvelope, Envelope
+from events.envelope import SCHEMA, CommandEnvelope
 from events.errors import DecodeError, SchemaTooNew, UnknownSchema
 from events.model import PlayTile, RoundEnded, TurnPassed, TurnTimedOut
 from events.upcast import UPCASTERS
 from events.view import View
 from events.wire import TurnMessage
 from services.cli import jsonl
+from tests.service.conftest import fold
 from tests.support import schema0
 
 pytestmark = pytest.mark.engine
 
 LOG = schema0.played("m-upcast")
-
-
-def _fold(envelopes: list[Envelope]) -> MatchState:
-    state = None
-    for envelope in envelopes:
-        state = evolve(state, envelope.event)
-    assert state is not None
-    return state
 
 
 def _seen(state: MatchState) -> list[View]:
@@ -59,9 +52,9 @@ def test_every_schema_0_envelope_reads_as_exactly_the_current_one(codec: object)
 
 def test_a_schema_0_log_folds_to_the_state_its_current_form_folds_to() -> None:
     upcast = [JSON.decode_envelope(schema0.downcast(e)) for e in LOG]
-    final = _fold(upcast)
+    final = fold(upcast)
     assert final.phase == "over"
-    assert _seen(final) == _seen(_fold(LOG))
+    assert _seen(final) == _seen(fold(LOG))
 
 
 def test_an_exported_schema_0_log_is_read_and_written_again_in_the_current_schema(
@@ -90,14 +83,12 @@ def test_a_newer_command_envelope_and_a_newer_turn_are_refused() -> None:
     command = CommandEnvelope(
         match_id="m-upcast", command_id="c1", command=PlayTile(seat=0, tile=(1, 2))
     )
-    raw = msgspec.json.decode(JSON.encode(command))
     with pytest.raises(SchemaTooNew):
-        JSON.decode_command_envelope(msgspec.json.encode({**raw, "schema": SCHEMA + 1}))
+        JSON.decode_command_envelope(schema0.newer(command))
     assert JSON.decode_command_envelope(JSON.encode(command)) == command
     turn = _a_turn()
-    raw_turn = msgspec.json.decode(JSON.encode(turn))
     with pytest.raises(SchemaTooNew):
-        JSON.decode_turn(msgspec.json.encode({**raw_turn, "schema": SCHEMA + 1}))
+        JSON.decode_turn(schema0.newer(turn))
     assert JSON.decode_turn(JSON.encode(turn)) == turn
 
 
@@ -120,9 +111,7 @@ def _a_turn() -> TurnMessage:
 
 
 def test_an_export_line_of_a_newer_schema_is_refused_with_its_line_number(tmp_path: Path) -> None:
-    lines = [JSON.encode(e) for e in LOG[:3]]
-    raw = msgspec.json.decode(lines[2])
-    lines[2] = msgspec.json.encode({**raw, "schema": SCHEMA + 1})
+    lines = [JSON.encode(e) for e in LOG[:2]] + [schema0.newer(LOG[2])]
     path = tmp_path / "newer.jsonl"
     path.write_bytes(b"\n".join(lines) + b"\n")
     with pytest.raises(jsonl.LogFormatError, match=r"line 3.*newer than this reader"):

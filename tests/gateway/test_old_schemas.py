@@ -20,13 +20,12 @@ import httpx
 import msgspec
 import pytest
 
-from events.codec import JSON
-from events.envelope import SCHEMA, Envelope
+from events.envelope import SCHEMA
 from services.cli.supervisor import Stack
 from services.config import Settings
 from services.store import NewEvent
 from services.store.redis import RedisEventStore
-from tests.gateway.conftest import PLAY_LIMITS, Gateways, _environ, free_port, wait_healthy
+from tests.gateway.conftest import PLAY_LIMITS, Gateways, free_port
 from tests.support import schema0
 from tests.support.topology import client_for
 
@@ -41,26 +40,19 @@ def alone(redis_url: str) -> Iterator[Gateways]:
     )
     with Stack(redis_url, settings, referees=0, pools={}, projector=False) as stack:
         g = Gateways(stack, settings, redis_url, "", "")
-        port = free_port()
-        with _environ(PLAY_LIMITS):
-            stack.spawn("gateway", "gateway", "--host", "127.0.0.1", "--port", str(port))
-        g.url = f"http://127.0.0.1:{port}"
-        wait_healthy(g.url, stack.processes["gateway"], timeout=120)  # a loaded machine
+        g.url = g.spawn_gateway("gateway", free_port(), PLAY_LIMITS)
         yield g
 
 
-async def _store(g: Gateways, match_id: str, events: list[NewEvent]) -> None:
+async def _store(g: Gateways, match_id: str, events: list[NewEvent], version: int = 0) -> None:
+    """Append ``events`` to the match's log at ``version``, as a process that wrote them."""
     client = client_for(g.redis_url)
     try:
         settings = g.settings
         store = RedisEventStore(client, partitions=settings.partitions, prefix=settings.prefix)
-        await store.append(match_id, events, 0, f"written-{match_id}")
+        await store.append(match_id, events, version, f"written-{match_id}-{version}")
     finally:
         await client.aclose()
-
-
-def _current(log: list[Envelope]) -> list[NewEvent]:
-    return [NewEvent(e.event.__struct_config__.tag, JSON.encode(e)) for e in log]
 
 
 def _answers(g: Gateways, match_id: str) -> dict[str, str]:
@@ -81,7 +73,7 @@ def test_a_match_an_older_schema_wrote_reads_through_the_gateway_as_the_current_
     tag = uuid.uuid4().hex[:8]
     old, new = f"m-old-{tag}", f"m-new-{tag}"
     asyncio.run(_store(alone, old, schema0.stored(schema0.played(old))))
-    asyncio.run(_store(alone, new, _current(schema0.played(new))))
+    asyncio.run(_store(alone, new, schema0.current(schema0.played(new))))
     assert _answers(alone, old) == _answers(alone, new)
 
 
@@ -89,9 +81,8 @@ def test_a_match_holding_a_newer_schema_is_a_typed_error_on_every_read(
     alone: Gateways,
 ) -> None:
     match_id = f"m-newer-{uuid.uuid4().hex[:8]}"
-    events = _current(schema0.played(match_id))
-    raw = msgspec.json.decode(events[-1].data)
-    events[-1] = NewEvent(events[-1].type, msgspec.json.encode({**raw, "schema": SCHEMA + 1}))
+    log = schema0.played(match_id)
+    events = [*schema0.current(log[:-1]), schema0.stored_newer(log[-1])]
     asyncio.run(_store(alone, match_id, events))
     api = f"{alone.url}/api/v1/matches/{match_id}"
     with httpx.Client(timeout=30.0) as http:
@@ -113,7 +104,7 @@ def test_a_followed_match_that_a_newer_schema_writes_to_ends_its_streams(
     match_id = f"m-newer-live-{uuid.uuid4().hex[:8]}"
     log = schema0.played(match_id)
     kept = 12
-    asyncio.run(_store(alone, match_id, _current(log[:kept])))
+    asyncio.run(_store(alone, match_id, schema0.current(log[:kept])))
     url = f"{alone.url}/api/v1/matches/{match_id}/stream?after=0"
     lines: list[dict[str, object]] = []
     give_up = time.monotonic() + 30
@@ -125,20 +116,8 @@ def test_a_followed_match_that_a_newer_schema_writes_to_ends_its_streams(
                     continue
                 lines.append(msgspec.json.decode(line))
                 if lines[-1].get("id") == kept:
-                    newer = msgspec.json.decode(JSON.encode(log[kept]))
-                    newer["schema"] = SCHEMA + 1
-                    event = NewEvent(newer["event"]["type"], msgspec.json.encode(newer))
-                    asyncio.run(_append(alone, match_id, event, kept))
+                    newer = schema0.stored_newer(log[kept])
+                    asyncio.run(_store(alone, match_id, [newer], kept))
         again = http.get(url)
     assert [line["id"] for line in lines if line["type"] == "event"] == list(range(1, kept + 1))
     assert again.status_code == 503, again.text
-
-
-async def _append(g: Gateways, match_id: str, event: NewEvent, version: int) -> None:
-    client = client_for(g.redis_url)
-    try:
-        settings = g.settings
-        store = RedisEventStore(client, partitions=settings.partitions, prefix=settings.prefix)
-        await store.append(match_id, [event], version, f"written-newer-{match_id}")
-    finally:
-        await client.aclose()

@@ -1,9 +1,11 @@
-"""Match logs in schema 0, the worked example of an older shape (events/upcast.py).
+"""Match logs in schema 0, the worked example of an older shape (events/upcast.py), and
+messages as the next schema would write them.
 
 The service never wrote schema 0: these logs are today's matches written the way schema 0
 would have had them — ``round_ended`` with ``pips`` for ``counts``, a pass or a timeout as
 one ``turn_skipped`` event told apart by ``why`` — so every read path can be shown to bring
-an older log to the current shape, exactly.
+an older log to the current shape, exactly. A message of the next schema is today's with its
+``schema`` one higher: what a reader must refuse rather than read as its own.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from engine.state import MatchState
 from engine.strategy import make_strategy
 from engine.views import view_for
 from events.codec import JSON
-from events.envelope import Envelope
+from events.envelope import SCHEMA, Envelope
 from events.model import AnyCommand, CreateMatch, TimeOutTurn
 from services.core.dealer import deal
 from services.store import NewEvent
@@ -83,3 +85,20 @@ def stored(log: list[Envelope]) -> list[NewEvent]:
         data = downcast(envelope)
         events.append(NewEvent(msgspec.json.decode(data)["event"]["type"], data))
     return events
+
+
+def current(log: list[Envelope]) -> list[NewEvent]:
+    """The log as this schema appends it to the store."""
+    return [NewEvent(e.event.__struct_config__.tag, JSON.encode(e)) for e in log]
+
+
+def newer(message: msgspec.Struct) -> bytes:
+    """An envelope, command envelope or turn as a process of the next schema would write it."""
+    raw: dict[str, Any] = msgspec.json.decode(JSON.encode(message))
+    raw["schema"] = SCHEMA + 1
+    return msgspec.json.encode(raw)
+
+
+def stored_newer(envelope: Envelope) -> NewEvent:
+    """``envelope`` as a process of the next schema would append it to the store."""
+    return NewEvent(envelope.event.__struct_config__.tag, newer(envelope))
