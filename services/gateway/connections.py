@@ -30,16 +30,22 @@ proxy caps its clients' connections itself (``deploy/nginx/``: ``limit_conn``).
 
 None of these deadlines runs while a response is being written: a stream (NDJSON, SSE) that
 has started lives as long as its match, however long its silences.
+A connection upgraded to a WebSocket (the seat's socket, services/gateway/sockets.py) leaves
+the request's deadlines behind and keeps its place under both caps until it is closed; its
+kernel send buffer is held to :data:`SOCKET_SEND_BUFFER`, so a client that stops reading is
+found by the socket's own queue, not hidden behind megabytes of the kernel's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import resource
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from socket import SO_SNDBUF, SOL_SOCKET
+from typing import Any, ClassVar, cast
 
 import structlog
 from uvicorn.config import Config
@@ -56,6 +62,11 @@ REFUSED_GRACE_S = 1.0
 MAX_HEAD_BYTES = 32 * 1024
 """The most a request's line and headers may take, counted by the reads that carry them."""
 SPARE_FILES = 512
+SOCKET_SEND_BUFFER = 64 * 1024
+"""The kernel's send buffer of a WebSocket's connection (Linux doubles it for its own books).
+Left to itself Linux grows a connection's buffer to megabytes (tcp_wmem) for a client that
+does not read, and the socket's own queue (DOMINO_GATEWAY_STREAM_BUFFER_BYTES) would fill
+only after them: bounded, a client that stops reading is found a few hundred KB behind."""
 """Files the gateway process needs besides its clients' connections: Redis, logs, modules."""
 
 
@@ -239,13 +250,33 @@ class GuardedHttp(HttpToolsProtocol):
         self._cancel_deadline()
         if self._refused is not None:
             return
+        self._release()
+        super().connection_lost(exc)
+
+    def _release(self) -> None:
+        """The connection's place is free: under the process's count and its address's."""
         GATEWAY_CONNECTIONS.dec()
         if self._address is not None:
             left = self.by_address.pop(self._address) - 1
             if left:
                 self.by_address[self._address] = left
             self._address = None
-        super().connection_lost(exc)
+
+    def handle_websocket_upgrade(self) -> None:
+        """The connection becomes a WebSocket (services/gateway/sockets.py): the request's
+        deadlines stop (its body's would cut the socket), and it keeps its place under the caps
+        until the socket's connection is lost — asyncio tells only the protocol that has it
+        then, uvicorn's WebSocket protocol, so that one is wrapped to free it."""
+        self._cancel_deadline()
+        self._head_bytes = None
+        sock = self.transport.get_extra_info("socket")
+        if sock is not None:  # what a client that stops reading leaves in the kernel
+            with contextlib.suppress(OSError):
+                sock.setsockopt(SOL_SOCKET, SO_SNDBUF, SOCKET_SEND_BUFFER)
+        super().handle_websocket_upgrade()
+        socket = self.transport.get_protocol()
+        if socket is not self:
+            self.transport.set_protocol(_Upgraded(socket, self._release))
 
     def data_received(self, data: bytes) -> None:
         """Bytes from the client; one over a cap is answered 503 and closed."""
@@ -325,6 +356,38 @@ class GuardedHttp(HttpToolsProtocol):
         _CLOSED["body_timeout"].inc()
         log.info("request body too slow: connection closed", client=_client(self.client))
         self.transport.close()
+
+
+class _Upgraded(asyncio.Protocol):
+    """A WebSocket protocol that, when its connection is lost, frees the place its HTTP
+    connection took (``on_lost``); everything else passes to it as it is."""
+
+    def __init__(self, inner: asyncio.BaseProtocol, on_lost: Callable[[], None]) -> None:
+        self.inner = cast(asyncio.Protocol, inner)
+        self.on_lost = on_lost
+
+    def data_received(self, data: bytes) -> None:
+        """Bytes for the socket."""
+        self.inner.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        """The client will send no more."""
+        return self.inner.eof_received()
+
+    def pause_writing(self) -> None:
+        """The transport's buffer is full: the socket waits."""
+        self.inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        """The transport's buffer has room again."""
+        self.inner.resume_writing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        """The socket's connection is gone: so is its place."""
+        try:
+            self.inner.connection_lost(exc)
+        finally:
+            self.on_lost()
 
 
 def _client(client: tuple[str, int] | None) -> str:
