@@ -23,6 +23,7 @@ def cmd_gateway(args: argparse.Namespace) -> int:
     from services.gateway.app import create_app
     from services.gateway.config import GatewayConfigError, GatewaySettings
     from services.gateway.connections import Limits, Proxies, ensure_files, protocol_with
+    from services.gateway.sockets import frame_limit
     from services.logs import configure
     from services.redis.apps import tune_gc
 
@@ -59,6 +60,10 @@ def cmd_gateway(args: argparse.Namespace) -> int:
         # httptools, with deadlines on what clients send and a cap on connections
         # (services/gateway/connections.py says what uvicorn does not do on its own)
         http=protocol_with(limits),
+        # the seat's socket (services/gateway/sockets.py): a frame a little over the body
+        # limit is answered with an error frame, one far over it closes the socket (1009)
+        ws="websockets-sansio",
+        ws_max_size=frame_limit(config.max_body_bytes),
         lifespan="on",
         access_log=False,
         # the client's address is the peer's, unless the peer is a proxy named as trusted:

@@ -78,6 +78,7 @@ from services.gateway.limits import (
     release_match,
 )
 from services.gateway.lobby_limits import LobbyLimits
+from services.gateway.moves import TIMED_OUT, move_key
 from services.gateway.openapi import openapi
 from services.gateway.origins import Origins
 from services.gateway.pages import Pages
@@ -110,6 +111,7 @@ from services.gateway.protocol import (
 )
 from services.gateway.seats import SeatCache
 from services.gateway.sender import INFLIGHT, CommandSender
+from services.gateway.sockets import SeatSockets
 from services.gateway.streaming import StreamResponse
 from services.lobby.accounts import Account, Accounts, digest, is_account_token
 from services.lobby.arena import Pairing
@@ -144,7 +146,6 @@ from services.store.redis import RedisEventStore
 
 log = structlog.get_logger()
 
-_KEY = re.compile(r"[A-Za-z0-9._:\-]{1,64}")
 _MOVE = msgspec.json.Decoder(MoveBody)
 _CREATE = msgspec.json.Decoder(CreateBody)
 _JOIN = msgspec.json.Decoder(JoinBody)
@@ -168,11 +169,6 @@ STOP_S = 5.0
 """How long a stopping gateway waits for its background work (the matchmaker's round) to end."""
 READY_PING_S = 2.0
 """A Redis that does not answer a ping within this long leaves the gateway not ready."""
-TIMED_OUT = (
-    "no answer from the referee in time; the move may still be applied: send it again with "
-    "the same Idempotency-Key"
-)
-"""What a move that got no answer in time is told."""
 _MOVES = {outcome: GATEWAY_MOVES.labels(outcome) for outcome in ("accepted", "rejected", "timeout")}
 
 
@@ -480,7 +476,8 @@ class Gateway:
 
     # -- helpers -------------------------------------------------------------------------------
 
-    def _match_id(self, request: Request) -> str:
+    def match_id_of(self, request: Request) -> str:
+        """The request's match id, checked; 404 no_match for one no match could have."""
         match_id: str = request.params["match_id"]
         try:
             validate_match_id(match_id)
@@ -488,7 +485,7 @@ class Gateway:
             raise ApiError(404, "no_match", str(e)) from None
         return match_id
 
-    async def _authorize(self, request: Request, match_id: str, seat: int) -> Credential:
+    async def authorize(self, request: Request, match_id: str, seat: int) -> Credential:
         """Check the bearer token opens this seat (a seat token of it, or the account token of
         the account holding it); return it as a credential (what limits count it by, and what
         a stream opened with it ends with)."""
@@ -979,7 +976,7 @@ class Gateway:
         With an account token the seat is the account's: its name, its ratings, and its token
         opens the seat too."""
         await self.lobby_writes.hit(self.redis, request.client)
-        match_id = self._match_id(request)
+        match_id = self.match_id_of(request)
         account = await self.maybe_account(request)
         raw = await request.json_body(self.config.max_body_bytes)
         body = decode_body(raw, _JOIN, "join") if raw.strip() else JoinBody()
@@ -1058,6 +1055,13 @@ class Gateway:
             raise
         return release
 
+    async def seat_places(self, request: Request, match_id: str, seat: int) -> Callable[[], None]:
+        """Take the places a seat's stream or socket takes: one of its client address's and
+        one of the seat's (429 past either); return what frees them."""
+        return await self._places(
+            (self.player_streams, request.client), (self.seat_streams, f"{match_id}:{seat}")
+        )
+
     async def open_account_stream(
         self, account: Account, request: Request
     ) -> Callable[[], Awaitable[None]]:
@@ -1109,7 +1113,7 @@ class Gateway:
     async def cancel_match(self, request: Request) -> Response:
         """DELETE /matches/{id}: call off a match still waiting for players (its creator or the
         operator); the operator may also end a live match, unrated."""
-        match_id = self._match_id(request)
+        match_id = self.match_id_of(request)
         token = _bearer(request, "the creator's account or owner token")
         is_operator = await self._is_operator(request, token)
         waiting = await self.lobby.get(match_id)
@@ -1191,7 +1195,7 @@ class Gateway:
         """GET /matches/{id}/replay[?seat=k]: every event and the view after it, as everyone
         or (the match over) as one seat saw them (C8). One read of the log, one fold, made
         and written in a place for bulk reads; a finished match's is made once."""
-        match_id = self._match_id(request)
+        match_id = self.match_id_of(request)
         seat = _count(request, "seat", 0, None, None)
         key = ("replay", match_id, seat)
         place = await self.bulk.take()
@@ -1296,7 +1300,7 @@ class Gateway:
 
     async def get_match(self, request: Request) -> Response:
         """GET /matches/{id}: the lobby record and how far the match has got."""
-        match_id = self._match_id(request)
+        match_id = self.match_id_of(request)
         match = await self.lobby.get(match_id)
         version = await self.source.version(match_id)
         if match is None and version == 0:
@@ -1376,17 +1380,15 @@ class Gateway:
 
     async def seat_stream(self, request: Request) -> StreamResponse:
         """GET /matches/{id}/seats/{seat}/stream: what the seat may see, as it happens."""
-        match_id = self._match_id(request)
+        match_id = self.match_id_of(request)
         seat: int = request.params["seat"]
-        credential = await self._authorize(request, match_id, seat)
+        credential = await self.authorize(request, match_id, seat)
         after = self.resume_point(request)
         sse = self.wants_sse(request)
         everything = self.wants_everything(request)
         until_turn = self._until_turn(request)
         views = self.wants_views(request)
-        release = await self._places(
-            (self.player_streams, request.client), (self.seat_streams, f"{match_id}:{seat}")
-        )
+        release = await self.seat_places(request, match_id, seat)
         try:
             return await self._open_stream(
                 match_id, seat, sse, after, everything, release, until_turn, views, credential
@@ -1400,7 +1402,7 @@ class Gateway:
         reads much of the log (resumed more than RESUMED_CHEAPLY events back, or of a match
         not followed here yet) is a bulk read: it takes a place while it opens, and while it
         writes a finished match. A spectator resuming a followed match after a drop is not."""
-        match_id = self._match_id(request)
+        match_id = self.match_id_of(request)
         after = self.resume_point(request)
         sse = self.wants_sse(request)
         everything = self.wants_everything(request)
@@ -1482,9 +1484,9 @@ class Gateway:
 
     async def move(self, request: Request) -> Response:
         """POST /matches/{id}/seats/{seat}/moves: play, draw or pass, confirmed or rejected."""
-        match_id = self._match_id(request)
+        match_id = self.match_id_of(request)
         seat: int = request.params["seat"]
-        await self._authorize(request, match_id, seat)
+        await self.authorize(request, match_id, seat)
         charge = self.move_charge(match_id, seat)
         try:
             key = move_key(request.header(b"idempotency-key"))
@@ -1607,19 +1609,6 @@ def _command(
     if isinstance(body, AbortBody):
         return Abort(seat=seat)
     return PassTurn(seat=seat)
-
-
-def move_key(key: str | None) -> str:
-    """A move's Idempotency-Key, checked; ApiError 400 when it is missing or malformed."""
-    if key is None:
-        raise ApiError(
-            400, "missing_idempotency_key", "send an Idempotency-Key header with each move"
-        )
-    if _KEY.fullmatch(key) is None:
-        raise ApiError(
-            400, "bad_idempotency_key", "an Idempotency-Key is 1-64 of A-Z a-z 0-9 . _ : -"
-        )
-    return key
 
 
 def _count(request: Request, name: str, low: int, high: int | None, default: T) -> int | T:
@@ -1767,6 +1756,8 @@ def create_app(
     moves = (f"{m}/seats/{{seat:seat}}/moves", Endpoint(gw.move))
     seat_stream = (f"{m}/seats/{{seat:seat}}/stream", Endpoint(gw.seat_stream))
     play = (f"{API}/account/play", Endpoint(p.play))
+    sockets = SeatSockets(gw)
+    socket_path = f"{m}/seats/{{seat:seat}}/socket"
     routes = [
         Route("/healthz", Endpoint(gw.health), methods=["GET"]),
         Route("/readyz", Endpoint(gw.ready), methods=["GET"]),
@@ -1786,6 +1777,7 @@ def create_app(
         ),
         Route(*seat_stream, methods=["GET"]),
         Route(*moves, methods=["POST"]),
+        Route(socket_path, Endpoint(sockets.upgrade_required), methods=["GET"]),
         Route(f"{API}/accounts", Endpoint(p.register), methods=["POST"]),
         Route(f"{API}/accounts/{{name}}", Endpoint(p.public), methods=["GET"]),
         Route(f"{API}/accounts/{{name}}/ban", Endpoint(p.ban), methods=["POST"]),
@@ -1827,6 +1819,8 @@ def create_app(
         # changes something (origins.py); every answer states the version it is in
         guards=[versions.refusal, origins.refusal],
         stated=[versions.STATED],
+        # the seat's socket: its handshake is checked as its stream is (sockets.py)
+        sockets=[(socket_path, sockets.app(f"WEBSOCKET {m}/seats/{{seat}}/socket"))],
     )
     app.state.gateway = gw
     return app

@@ -308,7 +308,8 @@ class App(Starlette):
 
     Before any of it, each of ``guards`` in turn may refuse a request (a protocol version not
     spoken, a Host or an Origin not allowed): the first ApiError is the answer. Every answer,
-    whoever makes it, carries ``stated`` among its headers."""
+    whoever makes it, carries ``stated`` among its headers. A WebSocket's handshake for a path
+    of ``sockets`` (path, ASGI app) goes to its app, which checks it itself."""
 
     def __init__(
         self,
@@ -316,6 +317,7 @@ class App(Starlette):
         fast: Sequence[tuple[str, str, Endpoint]] = (),
         guards: Sequence[Callable[[Scope], ApiError | None]] = (),
         stated: Sequence[tuple[bytes, bytes]] = (),
+        sockets: Sequence[tuple[str, Callable[[Scope, Receive, Send], Awaitable[None]]]] = (),
         **kw: Any,
     ):
         super().__init__(*args, **kw)
@@ -325,6 +327,10 @@ class App(Starlette):
         for method, path, endpoint in fast:
             regex, _, convertors = compile_path(path)
             self.fast.append((method, regex, convertors, endpoint))
+        self.sockets = []
+        for path, app in sockets:
+            regex, _, convertors = compile_path(path)
+            self.sockets.append((regex, convertors, app))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -334,6 +340,16 @@ class App(Starlette):
                 refused = guard(scope)
                 if refused is not None:
                     await refused.response()(scope, receive, send)
+                    return
+        if scope["type"] == "websocket":  # a WebSocket route checks its own handshake
+            for regex, convertors, app in self.sockets:
+                match = regex.match(scope["path"])
+                if match is not None:
+                    scope["app"] = self
+                    scope["path_params"] = {
+                        k: convertors[k].convert(v) for k, v in match.groupdict().items()
+                    }
+                    await app(scope, receive, send)
                     return
         if scope["type"] == "http" and not scope.get("root_path"):
             for method, regex, convertors, endpoint in self.fast:

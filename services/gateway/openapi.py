@@ -53,8 +53,13 @@ from services.gateway.protocol import (
     MatchDetail,
     MatchInfo,
     Me,
+    MoveAccepted,
     MoveAnswer,
     MoveBody,
+    MoveFrame,
+    MoveLimited,
+    MoveRejected,
+    MoveTimedOut,
     PlayerAnswer,
     PlayLine,
     ProtocolError,
@@ -66,6 +71,8 @@ from services.gateway.protocol import (
     SeekAnswer,
     SeekList,
     Snapshot,
+    SocketError,
+    SocketLine,
     TokenAnswer,
     TooLargeError,
     TurnLine,
@@ -126,6 +133,14 @@ _STRUCTS: list[Any] = [
     AccountLine,
     PlayLine,
     ArenaLine,
+    # the seat's socket
+    SocketLine,
+    MoveFrame,
+    MoveAccepted,
+    MoveRejected,
+    MoveLimited,
+    MoveTimedOut,
+    SocketError,
 ]
 
 
@@ -535,6 +550,67 @@ def _paths() -> dict[str, Any]:
                         "not_found",
                     ),
                     "422": _error("an unknown format, events, until or views", "invalid_query"),
+                    "429": _limited(
+                        "streams_per_token", 1.0, "player_streams_per_client", "auth_failures"
+                    ),
+                    "503": _UNAVAILABLE,
+                },
+            }
+        },
+        f"{m}/seats/{{seat}}/socket": {
+            "get": {
+                "summary": "The seat's socket: a WebSocket carrying the seat's stream down, one "
+                "`SocketLine` a frame, and its moves up (`MoveFrame`), each answered under its "
+                "key (`SocketFrame`)",
+                "description": "Opened like the seat's stream (the same token, places and "
+                "resume, `after` only); a refusal is the HTTP answer to the handshake. Once "
+                "open, a frame that is no move is answered with a `SocketError` and the socket "
+                "stays open. Close codes: 1000 the match is over (after its last lines); 4001 "
+                "token_rotated, 4002 token_revoked, 4003 token_reissued, 4004 account_banned, "
+                "4005 seat_ended (each after the stream's closing line); 4008 the client did "
+                "not read (its frames over the gateway's buffer); 4010 the gateway ended the "
+                "seat's stream before the match ended; 1009 a frame far over the body limit. "
+                "After any but 1000, open it again with `after` the last id read "
+                "(docs/protocol.md, Socket).",
+                "security": _SEAT,
+                "parameters": [
+                    _MATCH,
+                    _SEAT_NO,
+                    _after("a match version, no snapshot"),
+                    {
+                        "name": "Upgrade",
+                        "in": "header",
+                        "required": True,
+                        "description": "websocket (with the rest of the WebSocket handshake, "
+                        "RFC 6455: Connection: Upgrade, Sec-WebSocket-Key, "
+                        "Sec-WebSocket-Version: 13)",
+                        "schema": {"enum": ["websocket"]},
+                    },
+                ],
+                "responses": {
+                    "101": {
+                        "description": "Switching Protocols: the socket is open; every frame "
+                        "it sends is JSON text, a `SocketFrame`, and it takes `MoveFrame`s",
+                    },
+                    "400": _error("a resume point that is no id of the match", "bad_resume"),
+                    "401": _error("no token, or an unknown one", "unauthorized"),
+                    "403": _error(
+                        "a token for another match or seat, or an account that does not hold "
+                        "it or is banned",
+                        "wrong_match",
+                        "wrong_seat",
+                        "not_your_seat",
+                        "account_banned",
+                    ),
+                    "404": _error(
+                        "no such match, or a seat that is no whole number (no such path)",
+                        "no_match",
+                        "not_found",
+                    ),
+                    "426": _error(
+                        "a GET without the WebSocket upgrade: connect with a WebSocket client",
+                        "upgrade_required",
+                    ),
                     "429": _limited(
                         "streams_per_token", 1.0, "player_streams_per_client", "auth_failures"
                     ),
@@ -1244,6 +1320,23 @@ def _schemas() -> dict[str, Any]:
         "discriminator": {"propertyName": "type"},
     }
     essential = [_ref(t.__name__) for t in (TurnTimedOut, RoundEnded, MatchEnded)]
+    components["SocketFrame"] = {
+        "description": "A frame the seat's socket sends: a line of the seat's stream, or the "
+        "answer to a frame sent up (its last, when its credential ends, is the stream's "
+        "closing line, `closed`)",
+        "oneOf": [
+            _ref(n)
+            for n in (
+                "SocketLine",
+                "MoveAccepted",
+                "MoveRejected",
+                "MoveLimited",
+                "MoveTimedOut",
+                "SocketError",
+            )
+        ],
+        "discriminator": {"propertyName": "type"},
+    }
     components["MinimalEventLine"] = {
         "description": "An event line of a stream opened with events=minimal",
         "allOf": [

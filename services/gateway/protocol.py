@@ -798,3 +798,91 @@ ArenaLine = (
     | ArenaFinished
 )
 """Any line of an arena's stream."""
+
+
+# -- the seat's socket (services/gateway/sockets.py, docs/protocol.md "Socket") ----------------
+# Every frame names its match and seat, so that a socket carrying many seats (an account's)
+# can send the same frames: one seat's socket is that socket with one seat.
+
+
+class SocketLine(msgspec.Struct, frozen=True, kw_only=True, tag="line", tag_field="type"):
+    """A line of the seat's stream, exactly as its NDJSON stream sends it, with its match and
+    seat (the play stream's ``PlayLine``, tagged)."""
+
+    match_id: str
+    seat: int
+    line: Line
+
+
+class MoveFrame(msgspec.Struct, frozen=True, kw_only=True, tag="move", tag_field="type"):
+    """A move sent up the socket: ``key`` is its Idempotency-Key, ``move`` what POST /moves
+    takes; ``match_id`` and ``seat``, when given, must be the socket's."""
+
+    key: str
+    move: MoveBody
+    match_id: str | None = None
+    seat: int | None = None
+
+
+class MoveAccepted(msgspec.Struct, frozen=True, kw_only=True, tag="accepted", tag_field="type"):
+    """The move sent under ``key`` is in the log at ``version`` (``replayed``: an earlier send
+    of this key was applied, this one changed nothing): POST /moves's 200."""
+
+    match_id: str
+    seat: int
+    key: str
+    version: int
+    replayed: bool
+
+
+class MoveRejected(msgspec.Struct, frozen=True, kw_only=True, tag="rejected", tag_field="type"):
+    """The referee refused the move sent under ``key``: ``reason``, the ``rule`` of RULES.md it
+    breaks, ``message`` for people (POST /moves's 409 rejected). Nothing changed."""
+
+    match_id: str
+    seat: int
+    key: str
+    reason: str
+    rule: str
+    message: str
+
+
+class MoveLimited(msgspec.Struct, frozen=True, kw_only=True, tag="limited", tag_field="type"):
+    """A frame over a limit (``limit``: moves_per_second, rejected_moves) was not acted on: send
+    it again after ``retry_after`` seconds (POST /moves's 429). ``key`` is the move's, when the
+    frame had one."""
+
+    match_id: str
+    seat: int
+    key: str | None
+    limit: str
+    retry_after: float
+    message: str
+
+
+class MoveTimedOut(msgspec.Struct, frozen=True, kw_only=True, tag="timeout", tag_field="type"):
+    """No answer came for the move sent under ``key`` in time; it may still be applied: send it
+    again with the same key (POST /moves's 504)."""
+
+    match_id: str
+    seat: int
+    key: str
+    message: str
+
+
+class SocketError(msgspec.Struct, frozen=True, kw_only=True, tag="error", tag_field="type"):
+    """A frame the gateway could not act on, and why: ``error`` is a code (``bad_json``,
+    ``bad_frame``, ``unknown_type``, ``frame_too_large``, ``wrong_match``, ``wrong_seat``, or
+    the code POST /moves answers: ``invalid_move``, ``bad_idempotency_key``,
+    ``idempotency_key_reused``, ``unavailable``, ...). The socket stays open."""
+
+    match_id: str
+    seat: int
+    error: str
+    message: str
+    key: str | None = None
+
+
+SocketFrame = SocketLine | MoveAccepted | MoveRejected | MoveLimited | MoveTimedOut | SocketError
+"""Any frame the seat's socket sends but its last (a credential's end sends the stream's
+closing line, ``closed``)."""

@@ -1,0 +1,476 @@
+"""The seat's socket: one WebSocket that carries a seat's stream down and its moves up.
+
+``GET /api/v1/matches/{match_id}/seats/{seat}/socket``, upgraded (docs/protocol.md, "Socket").
+The handshake is checked as the seat's stream is opened — the protocol's version, the token,
+the resume point, the stream's places per address and per seat, the match's feed — and any
+refusal is the HTTP answer to the handshake, the same JSON the stream would have answered.
+Once accepted:
+
+- down, each line of the seat's stream (the hub's own subscriber and framing: the socket never
+  makes a view of its own, C8), one JSON text frame each, wrapped with its match and seat
+  (``SocketLine``); resumed with ``?after=N`` as the stream is;
+- up, moves (``MoveFrame``), each played by the gateway's one move function
+  (``Gateway.play_move``: the same limits, idempotency and outcomes as POST /moves) and
+  answered with an outcome frame under its key; a frame that is not a move gets a typed error
+  frame, and the socket stays open. Frames are read one at a time, so a flood waits in the
+  connection rather than in the gateway, and every frame is counted against the seat's moves
+  limit: past it, each is answered with a ``limited`` frame;
+- the socket is closed with a code of its own for each reason (:data:`CLOSE_CODES`): the
+  match's end (1000, after its last lines), its credential's end (after the stream's closing
+  line), a client that does not read (its queue over DOMINO_GATEWAY_STREAM_BUFFER_BYTES), and
+  the gateway ending the seat's stream before the match ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+import msgspec
+import structlog
+from redis.exceptions import RedisError
+from starlette.types import Message, Receive, Scope, Send
+
+from services.gateway import versions
+from services.gateway.config import GatewaySettings
+from services.gateway.credentials import Binding, Credential, Credentials, closed_line
+from services.gateway.http import ApiError, Endpoint, Request, Response
+from services.gateway.hub import Feed, FeedUnavailable, Hub, Outcome, Subscriber, Waker
+from services.gateway.limits import Charge, LimitExceeded
+from services.gateway.moves import TIMED_OUT, move_key
+from services.gateway.protocol import (
+    MoveAccepted,
+    MoveLimited,
+    MoveRejected,
+    MoveTimedOut,
+    SocketError,
+)
+from services.redis.connection import Client
+
+log = structlog.get_logger()
+
+MATCH_OVER = 1000
+"""The close code after the match's last lines: a normal closure."""
+CLOSE_CODES: dict[str, int] = {
+    "token_rotated": 4001,
+    "token_revoked": 4002,
+    "token_reissued": 4003,
+    "account_banned": 4004,
+    "seat_ended": 4005,
+    "too_slow": 4008,
+    "resume": 4010,
+}
+"""The socket's close codes, one per reason (docs/protocol.md lists them): the five ends of
+the credential it was opened with (each after the stream's closing line naming it), a client
+that did not read its frames (``too_slow``), and the gateway ending the seat's stream before
+the match ended (``resume``: its feed failed, or it is stopping)."""
+CLOSE_REASONS = {
+    "too_slow": "the client did not read: its frames went over the gateway's buffer; "
+    "reconnect with ?after=<the last id read>",
+    "resume": "the gateway ended the seat's stream before the match ended; reconnect with "
+    "?after=<the last id read>",
+}
+CUT_WAIT_S = 10.0
+"""How long a socket cut for not reading waits for its close frame to be written."""
+FRAME_SLACK = 16
+"""The WebSocket layer (uvicorn's ``ws_max_size``) takes frames up to this many times the
+body limit, so that a frame a little over the limit is answered with an error frame; one
+over this is closed with 1009 by the WebSocket layer, unread."""
+_ENCODER = msgspec.json.Encoder()
+
+
+class _Up(msgspec.Struct, frozen=True, kw_only=True):
+    """A frame as it is first read: its type, and a move's fields, the move left as JSON for
+    the move function to read as POST /moves reads its body."""
+
+    type: str
+    key: Any = None
+    move: msgspec.Raw = msgspec.Raw()  # empty: the frame has none
+    match_id: Any = None
+    seat: Any = None
+
+
+_UP = msgspec.json.Decoder(_Up)
+
+
+def frame_limit(max_body_bytes: int) -> int:
+    """The largest frame the WebSocket layer takes (uvicorn's ``ws_max_size``)."""
+    return FRAME_SLACK * max(max_body_bytes, 4096)
+
+
+class Host(Protocol):
+    """What the socket needs of the gateway (services/gateway/app.py's Gateway)."""
+
+    config: GatewaySettings
+
+    @property
+    def redis(self) -> Client: ...
+    @property
+    def hub(self) -> Hub: ...
+    @property
+    def credentials(self) -> Credentials: ...
+    def match_id_of(self, request: Request) -> str: ...
+    async def authorize(self, request: Request, match_id: str, seat: int) -> Credential: ...
+    def resume_point(self, request: Request) -> int | None: ...
+    async def seat_places(
+        self, request: Request, match_id: str, seat: int
+    ) -> Callable[[], None]: ...
+    def move_charge(self, match_id: str, seat: int) -> Charge: ...
+    async def play_move(
+        self, match_id: str, seat: int, key: str, raw: bytes, charge: Charge
+    ) -> Outcome: ...
+
+
+class SeatSockets:
+    """The handlers of the seat's socket route: the upgrade, and a GET without one."""
+
+    def __init__(self, gw: Host) -> None:
+        self.gw = gw
+
+    def app(self, route: str) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
+        """The ASGI app of the socket's handshake: :meth:`open` as an Endpoint (its refusals
+        typed JSON answers, counted under ``route``), each sent as the handshake's answer."""
+        opened = Endpoint(self.open)
+        opened.measure(route)
+
+        async def app(scope: Scope, receive: Receive, send: Send) -> None:
+            await opened(scope, receive, denying(send, scope))
+
+        return app
+
+    async def upgrade_required(self, request: Request) -> Response:
+        """GET .../socket without the WebSocket upgrade: 426, naming the upgrade."""
+        raise ApiError(
+            426,
+            "upgrade_required",
+            "this is a WebSocket: connect with ws:// (Upgrade: websocket); the seat's stream "
+            "over HTTP is .../stream",
+        )
+
+    async def open(self, request: Request) -> SeatSocket:
+        """The handshake of GET .../socket: checked as the seat's stream is opened; any
+        refusal is its HTTP answer (ApiError, LimitExceeded)."""
+        refused = versions.refusal(request.scope)
+        if refused is not None:
+            raise refused
+        gw = self.gw
+        match_id = gw.match_id_of(request)
+        seat: int = request.params["seat"]
+        credential = await gw.authorize(request, match_id, seat)
+        after = gw.resume_point(request)
+        release = await gw.seat_places(request, match_id, seat)
+        try:
+            hub = gw.hub
+            try:
+                feed = await hub.follow(match_id)
+            except FeedUnavailable as e:
+                raise ApiError(503, "unavailable", str(e)) from None
+            if after is not None and after > feed.version:
+                raise ApiError(
+                    400,
+                    "bad_resume",
+                    f"event {after} does not exist yet: the match is at version {feed.version}",
+                )
+            waker = _Watch()
+            sub, version = hub.subscribe(feed, seat, False, after, waker=waker)
+            first = [] if after is None else await hub.backlog(feed, sub, after, version)
+        except BaseException:
+            release()
+            raise
+        log.debug("socket opened", match_id=match_id, seat=seat, after=after)
+        return SeatSocket(gw, feed, sub, waker, first, release, credential, seat)
+
+
+class _Watch(Waker):
+    """The socket's waker: it also tells the socket at once when its subscriber is cut for
+    being too far behind, though the socket's writer is stuck on a client that does not read."""
+
+    __slots__ = ("cut",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cut = asyncio.Event()
+
+    def wake(self, sub: Subscriber) -> None:
+        """``sub`` has something queued, or has finished (cut, when over its limit)."""
+        super().wake(sub)
+        if sub.overflow:
+            self.cut.set()
+
+
+class SeatSocket:
+    """One accepted socket of one seat: writes the seat's lines, reads and plays its moves."""
+
+    def __init__(
+        self,
+        gw: Host,
+        feed: Feed,
+        sub: Subscriber,
+        waker: _Watch,
+        first: list[bytes],
+        release: Callable[[], None],
+        credential: Credential,
+        seat: int,
+    ) -> None:
+        self.gw = gw
+        self.feed = feed
+        self.sub = sub
+        self.waker = waker
+        self.first = first
+        self.release = release
+        self.credential = credential
+        self.match_id = feed.match_id
+        self.seat = seat
+        self.head = b'{"type":"line","match_id":"%s","seat":%d,"line":' % (
+            feed.match_id.encode(),
+            seat,
+        )
+        self.ended: str | None = None  # the credential's end, once told
+        self.binding: Binding | None = None
+        self.limited_until = 0.0  # frames before this (loop time) are answered limited at once
+        self.last_limit: LimitExceeded | None = None
+        self._done = False
+
+    # -- the connection --------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.send = send
+        try:
+            if (await receive())["type"] != "websocket.connect":
+                return
+            await send({"type": "websocket.accept", "headers": [versions.STATED]})
+            self.binding = self.gw.credentials.bind(self.credential, self._credential_ended)
+            writer = asyncio.create_task(self._write())
+            reader = asyncio.create_task(self._read(receive))
+            cut = asyncio.create_task(self.waker.cut.wait())
+            tasks = {writer, reader, cut}
+            try:
+                done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+            if cut in done and writer not in done:
+                self._end()  # its places and its subscriber free before the close is tried
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(self._close("too_slow"), CUT_WAIT_S)
+            elif writer in done and writer.exception() is not None:
+                log.warning("socket writer failed", error=repr(writer.exception()))
+        except OSError:
+            pass  # the client went away
+        finally:
+            self._end()
+
+    def _end(self) -> None:
+        """Free what the socket holds: its subscriber, its places, its binding (once)."""
+        if self._done:
+            return
+        self._done = True
+        if self.binding is not None:
+            self.gw.credentials.unbind(self.binding)
+        self.gw.hub.unsubscribe(self.feed, self.sub)
+        self.release()
+
+    def _credential_ended(self, reason: str) -> None:
+        """The credential the socket was opened with ended: nothing more of the match is sent,
+        only the closing line; then the socket is closed with the reason's code."""
+        self.ended = reason
+        self.first = []
+        self.sub.chunks.clear()
+        self.sub.size = 0
+        self.sub.finish()
+
+    async def _text(self, data: bytes) -> None:
+        await self.send({"type": "websocket.send", "text": data.decode()})
+
+    async def _close(self, reason: str) -> None:
+        code = CLOSE_CODES.get(reason, MATCH_OVER)
+        await self.send(
+            {"type": "websocket.close", "code": code, "reason": CLOSE_REASONS.get(reason, "")}
+        )
+
+    # -- down ------------------------------------------------------------------------------
+
+    async def _write(self) -> None:
+        """The backlog, then the seat's lines as they come, one frame each; then the close
+        that says why they ended."""
+        sub, head = self.sub, self.head
+        for chunk in self.first:
+            for line in chunk.split(b"\n"):
+                if line and self.ended is None:
+                    await self._text(head + line + b"}")
+        self.first = []
+        while True:
+            await self.waker.wait(self.gw.config.keepalive_s)
+            data = sub.drain()
+            if data is None:
+                break
+            for line in data.split(b"\n"):
+                if line and self.ended is None:
+                    await self._text(head + line + b"}")
+        if self.ended is not None:
+            await self._text(closed_line(self.ended, False).rstrip(b"\n"))
+            await self._close(self.ended)
+        elif sub.overflow:
+            await self._close("too_slow")
+        elif self.feed.over:
+            await self.send({"type": "websocket.close", "code": MATCH_OVER, "reason": "match over"})
+        else:
+            await self._close("resume")
+
+    # -- up --------------------------------------------------------------------------------
+
+    async def _read(self, receive: Receive) -> None:
+        """Frames from the client, one at a time, until it goes away."""
+        limit = self.gw.config.max_body_bytes
+        while True:
+            message: Message = await receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            if message["type"] != "websocket.receive":
+                continue
+            text = message.get("text")
+            if text is None:
+                await self._answer(None, "bad_frame", "send moves as text frames of JSON")
+                continue
+            data = text.encode()
+            if len(data) > limit:
+                await self._answer(
+                    None, "frame_too_large", f"a frame is at most {limit} bytes (the body limit)"
+                )
+                continue
+            await self._frame(data)
+
+    async def _frame(self, data: bytes) -> None:
+        """Act on one frame: play a move, or say why not."""
+        try:
+            up = _UP.decode(data)
+        except msgspec.ValidationError:
+            await self._answer(None, "bad_frame", "a frame is a JSON object with a string type")
+            return
+        except msgspec.DecodeError as e:
+            await self._answer(None, "bad_json", f"the frame is not valid JSON: {e}")
+            return
+        key = up.key if isinstance(up.key, str) else None
+        if up.type != "move":
+            await self._answer(key, "unknown_type", f"no frame of type {up.type[:40]!r}: move")
+            return
+        if up.match_id is not None and up.match_id != self.match_id:
+            await self._answer(key, "wrong_match", "this socket plays another match")
+            return
+        if up.seat is not None and up.seat != self.seat:
+            message = f"this socket plays seat {self.seat}, not seat {str(up.seat)[:8]}"
+            await self._answer(key, "wrong_seat", message)
+            return
+        if not up.move:
+            await self._answer(key, "invalid_frame", "a move frame has a move: {...}")
+            return
+        gw = self.gw
+        charge = gw.move_charge(self.match_id, self.seat)
+        try:
+            if self._still_limited():
+                raise self._limit()
+            try:
+                checked = move_key(key)
+            except ApiError:
+                await charge.hit(gw.redis)
+                raise
+            outcome = await gw.play_move(self.match_id, self.seat, checked, bytes(up.move), charge)
+        except ApiError as e:
+            await self._send(
+                SocketError(
+                    match_id=self.match_id, seat=self.seat, error=e.code, message=str(e), key=key
+                )
+            )
+            return
+        except LimitExceeded as e:
+            await self._limited(key, e)
+            return
+        except RedisError:
+            await self._answer(key, "unavailable", "the store is unavailable; retry")
+            return
+        m, s, r = self.match_id, self.seat, outcome.rejection
+        if r is not None:
+            rejected = MoveRejected(
+                match_id=m, seat=s, key=checked, reason=r.reason, rule=r.rule, message=r.message
+            )
+            await self._send(rejected)
+        elif outcome.version is None:
+            await self._send(MoveTimedOut(match_id=m, seat=s, key=checked, message=TIMED_OUT))
+        else:
+            version, replayed = outcome.version, outcome.replayed
+            accepted = MoveAccepted(
+                match_id=m, seat=s, key=checked, version=version, replayed=replayed
+            )
+            await self._send(accepted)
+
+    async def _answer(self, key: str | None, error: str, message: str) -> None:
+        """An error frame for a frame that is no move, counted as a move is (a flood of them
+        is answered ``limited``)."""
+        try:
+            if self._still_limited():
+                raise self._limit()
+            await self.gw.move_charge(self.match_id, self.seat).hit(self.gw.redis)
+        except LimitExceeded as e:
+            await self._limited(key, e)
+            return
+        except RedisError:
+            error, message = "unavailable", "the store is unavailable; retry"
+        m, s = self.match_id, self.seat
+        await self._send(SocketError(match_id=m, seat=s, error=error, message=message, key=key))
+
+    def _still_limited(self) -> bool:
+        return asyncio.get_running_loop().time() < self.limited_until
+
+    def _limit(self) -> LimitExceeded:
+        """The last limit the socket went over, its wait counted down: frames that come while
+        it lasts are answered without asking Redis."""
+        last = self.last_limit
+        assert last is not None  # set with limited_until
+        return last
+
+    async def _limited(self, key: str | None, e: LimitExceeded) -> None:
+        now = asyncio.get_running_loop().time()
+        if e is not self.last_limit:
+            self.last_limit = e
+            self.limited_until = now + e.retry_after
+        left = max(0.001, round(self.limited_until - now, 3))
+        await self._send(
+            MoveLimited(
+                match_id=self.match_id,
+                seat=self.seat,
+                key=key,
+                limit=e.limit,
+                retry_after=left,
+                message=str(e),
+            )
+        )
+
+    async def _send(self, frame: Any) -> None:
+        await self._text(_ENCODER.encode(frame))
+
+
+def denying(send: Send, scope: Scope) -> Send:
+    """``send`` for a socket's handshake: an HTTP answer made before the upgrade (a refusal) is
+    sent as the handshake's answer (ASGI's WebSocket denial response), and every answer and the
+    upgrade state the protocol's version. A server without denial responses closes instead."""
+    extensions = scope.get("extensions") or {}
+    can_deny = "websocket.http.response" in extensions
+
+    async def deny(message: Message) -> None:
+        kind = message["type"]
+        if kind == "http.response.start":
+            if not can_deny:
+                await send({"type": "websocket.close", "code": 1008})
+                return
+            headers = [*message.get("headers", ()), versions.STATED]
+            message = {**message, "type": "websocket.http.response.start", "headers": headers}
+        elif kind == "http.response.body":
+            if not can_deny:
+                return
+            message = {**message, "type": "websocket.http.response.body"}
+        await send(message)
+
+    return deny
