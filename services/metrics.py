@@ -119,7 +119,7 @@ GATEWAY_REQUEST_SECONDS = _histogram(
     ["route"],
 )
 GATEWAY_OPEN_STREAMS = _gauge(
-    "domino_gateway_open_streams", "Streams open now: seat, account or public", ["kind"]
+    "domino_gateway_open_streams", "Streams open now: seat, account, public or socket", ["kind"]
 )
 GATEWAY_RATE_LIMITED = _counter(
     "domino_gateway_rate_limited_total", "Requests refused with 429, by limit", ["limit"]

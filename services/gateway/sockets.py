@@ -47,6 +47,7 @@ from services.gateway.protocol import (
     MoveTimedOut,
     SocketError,
 )
+from services.metrics import GATEWAY_OPEN_STREAMS
 from services.redis.connection import Client
 
 log = structlog.get_logger()
@@ -79,6 +80,8 @@ FRAME_SLACK = 16
 body limit, so that a frame a little over the limit is answered with an error frame; one
 over this is closed with 1009 by the WebSocket layer, unread."""
 _ENCODER = msgspec.json.Encoder()
+OPEN_SOCKETS = GATEWAY_OPEN_STREAMS.labels("socket")
+"""The seats' sockets open now, in the metrics."""
 
 
 class _Up(msgspec.Struct, frozen=True, kw_only=True):
@@ -141,7 +144,12 @@ class SeatSockets:
         return app
 
     async def upgrade_required(self, request: Request) -> Response:
-        """GET .../socket without the WebSocket upgrade: 426, naming the upgrade."""
+        """GET .../socket without the WebSocket upgrade: what the handshake would refuse is
+        refused alike (its token, its resume point), the rest 426, naming the upgrade."""
+        gw = self.gw
+        match_id = gw.match_id_of(request)
+        await gw.authorize(request, match_id, request.params["seat"])
+        gw.resume_point(request)
         raise ApiError(
             426,
             "upgrade_required",
@@ -232,6 +240,7 @@ class SeatSocket:
         self.limited_until = 0.0  # frames before this (loop time) are answered limited at once
         self.last_limit: LimitExceeded | None = None
         self._done = False
+        self.counted = False  # in the open sockets' gauge
 
     # -- the connection --------------------------------------------------------------------
 
@@ -241,6 +250,8 @@ class SeatSocket:
             if (await receive())["type"] != "websocket.connect":
                 return
             await send({"type": "websocket.accept", "headers": [versions.STATED]})
+            OPEN_SOCKETS.inc()
+            self.counted = True
             self.binding = self.gw.credentials.bind(self.credential, self._credential_ended)
             writer = asyncio.create_task(self._write())
             reader = asyncio.create_task(self._read(receive))
@@ -268,6 +279,8 @@ class SeatSocket:
         if self._done:
             return
         self._done = True
+        if self.counted:
+            OPEN_SOCKETS.dec()
         if self.binding is not None:
             self.gw.credentials.unbind(self.binding)
         self.gw.hub.unsubscribe(self.feed, self.sub)
