@@ -7,7 +7,9 @@ Skipped only when there is no ``nginx`` binary (CI installs it: .ci/run).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import json
 import os
 import shutil
 import socket
@@ -15,11 +17,14 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import InvalidStatus
 
-from tests.gateway.conftest import PLAY_LIMITS, Gateways, create, free_port
+from tests.gateway.conftest import PLAY_LIMITS, Gateways, create, free_port, join
 from tests.gateway.test_connections import closed_within, sockets, spectate_request
 from tests.support.tools import missing
 
@@ -150,6 +155,39 @@ def test_a_match_streams_through_nginx_to_its_end(proxied: str) -> None:
         lines = [line for line in r.iter_lines() if line.strip()]
     assert '"match_created"' in lines[0]
     assert '"match_ended"' in lines[-1]
+
+
+def test_a_seats_socket_is_opened_and_plays_through_nginx(proxied: str) -> None:
+    """The WebSocket upgrade passes through: the socket's snapshot comes down, a move goes
+    up and is answered under its key, and a handshake nginx passes on is refused by the
+    gateway as it would be without it."""
+    match_id = create(proxied, [None, None], rules={"players": 2})
+    tokens = dict(join(proxied, match_id) for _ in range(2))
+    url = f"ws{proxied.removeprefix('http')}/api/v1/matches/{match_id}/seats/0/socket"
+
+    async def run() -> tuple[dict[str, Any], dict[str, Any]]:
+        headers = {"Authorization": f"Bearer {tokens[0]}"}
+        async with connect(url, additional_headers=headers, proxy=None) as sock:
+            snapshot = json.loads(await asyncio.wait_for(sock.recv(), 10))
+            up = {"type": "move", "key": "n1", "move": {"type": "draw_tile"}}
+            await sock.send(json.dumps(up))
+            while True:
+                answer = json.loads(await asyncio.wait_for(sock.recv(), 10))
+                if answer["type"] != "line":
+                    return snapshot, answer
+
+    snapshot, answer = asyncio.run(run())
+    assert snapshot["type"] == "line" and snapshot["line"]["type"] == "snapshot"
+    assert (answer["type"], answer["key"], answer["rule"]) == ("rejected", "n1", "E1")
+
+    async def refused() -> int:
+        try:
+            async with connect(url, proxy=None):
+                return 101
+        except InvalidStatus as e:
+            return e.response.status_code
+
+    assert asyncio.run(refused()) == 401
 
 
 def test_stream_lines_come_through_nginx_as_they_are_written(proxied: str) -> None:
