@@ -43,6 +43,8 @@ pytestmark = pytest.mark.service
 
 BUFFER = 4096
 """The send queue of the gateway the client that never reads is cut by."""
+PER_ADDRESS = 8
+"""The connections that gateway takes from one address."""
 
 
 def ws(url: str, match_id: str, seat: int, after: int | None = None) -> str:
@@ -429,11 +431,13 @@ def test_rotating_the_account_token_closes_its_socket_with_the_closing_line_and_
 
 @pytest.fixture(scope="module")
 def small_buffer(gateways: Gateways) -> Iterator[str]:
-    """A gateway whose streams' send queues hold BUFFER bytes, one stream a seat."""
+    """A gateway whose streams' send queues hold BUFFER bytes, one stream a seat, and
+    PER_ADDRESS connections from one address."""
     env = {
         **PLAY_LIMITS,
         "DOMINO_GATEWAY_STREAM_BUFFER_BYTES": str(BUFFER),
         "DOMINO_GATEWAY_STREAMS_PER_TOKEN": "1",
+        "DOMINO_GATEWAY_MAX_CONNECTIONS_PER_ADDRESS": str(PER_ADDRESS),
     }
     with gateways.spawned("gateway-socket-buffer", free_port(), env) as url:
         yield url
@@ -491,3 +495,41 @@ def test_a_client_that_never_reads_is_cut_with_its_close_code(
         assert code == CLOSE_CODES["too_slow"] == 4008
     finally:
         raw.close()
+
+
+def test_a_socket_holds_its_connections_place_while_open_and_gives_it_back_when_closed(
+    gateways: Gateways, small_buffer: str
+) -> None:
+    """Sockets opened and closed one after another, three times the cap per address: the
+    gateway still answers; PER_ADDRESS sockets open at once (one a seat, of four matches of
+    two seats): the next connection from the address is refused 503 until one closes."""
+    g = gateways
+    tables = [Table(g) for _ in range(PER_ADDRESS // 2)]
+    seats = [(t, seat) for t in tables for seat in (0, 1)]
+
+    async def run() -> None:
+        for i in range(3 * PER_ADDRESS):
+            t, seat = seats[i % len(seats)]
+            async with opening(ws(small_buffer, t.match_id, seat), t.tokens[seat]) as sock:
+                await frame(sock)
+            await asyncio.sleep(0.05)  # its place in Redis is given back as it closes
+        async with httpx.AsyncClient(timeout=10) as http:
+            assert (await http.get(f"{small_buffer}/healthz")).status_code == 200
+        async with contextlib.AsyncExitStack() as stack:
+            for t, seat in seats:
+                url = ws(small_buffer, t.match_id, seat)
+                sock = await stack.enter_async_context(opening(url, t.tokens[seat]))
+                assert sock.response.headers["Domino-Protocol"] == "1"
+            async with httpx.AsyncClient(timeout=10) as http:
+                r = await http.get(f"{small_buffer}/healthz")
+                assert (r.status_code, r.json()["error"]) == (
+                    503,
+                    "too_many_connections_from_address",
+                )
+        deadline = time.monotonic() + 5
+        async with httpx.AsyncClient(timeout=10) as http:
+            while (await http.get(f"{small_buffer}/healthz")).status_code != 200:
+                assert time.monotonic() < deadline, "the sockets' places were not given back"
+                await asyncio.sleep(0.1)
+
+    asyncio.run(run())
