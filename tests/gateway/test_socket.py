@@ -27,6 +27,7 @@ from engine.game import legal_moves
 from services.gateway.protocol import API
 from services.gateway.sockets import CLOSE_CODES
 from tests.gateway.conftest import (
+    OPERATOR,
     PLAY_LIMITS,
     Gateways,
     create,
@@ -427,6 +428,43 @@ def test_rotating_the_account_token_closes_its_socket_with_the_closing_line_and_
     assert took < 1.0, took
     assert got[-1]["type"] == "closed" and got[-1]["reason"] == "token_rotated", got[-1]
     assert code == CLOSE_CODES["token_rotated"] == 4001
+
+
+def test_a_socket_opened_before_its_match_starts_waits_and_closes_4005_when_it_is_called_off(
+    gateways: Gateways,
+) -> None:
+    """A seat's socket on a lobby match still waiting: its snapshot at id 0 with no view;
+    the operator calls the match off, and the socket gets the closing line (seat_ended) and
+    is closed with 4005."""
+    g = gateways
+    match_id = create(g.url, [None, None], rules={"players": 2})
+    seat, token = join(g.url, match_id)
+
+    async def run() -> tuple[list[dict[str, Any]], int | None]:
+        got: list[dict[str, Any]] = []
+        async with opening(ws(g.url, match_id, seat), token) as sock:
+            got.append(await frame(sock))
+            async with httpx.AsyncClient(timeout=10) as http:
+                r = await http.delete(f"{g.url}{API}/matches/{match_id}", headers=auth(OPERATOR))
+                assert r.status_code == 200, r.text
+            try:
+                while True:
+                    got.append(await frame(sock, 5))
+            except ConnectionClosed as e:
+                return got, None if e.rcvd is None else e.rcvd.code
+
+    got, code = asyncio.run(run())
+    assert got[0]["line"] == {
+        "type": "snapshot",
+        "id": 0,
+        "match_id": match_id,
+        "seat": seat,
+        "view": None,
+        "deadline": None,
+        "remaining_ms": None,
+    }
+    assert got[-1]["type"] == "closed" and got[-1]["reason"] == "seat_ended", got
+    assert code == CLOSE_CODES["seat_ended"] == 4005
 
 
 @pytest.fixture(scope="module")
