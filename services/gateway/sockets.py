@@ -267,8 +267,8 @@ class SeatSocket:
                 self._end()  # its places and its subscriber free before the close is tried
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(self._close("too_slow"), CUT_WAIT_S)
-            elif writer in done and writer.exception() is not None:
-                log.warning("socket writer failed", error=repr(writer.exception()))
+            elif writer in done and not isinstance(writer.exception(), OSError | None):
+                log.error("socket writer failed", error=repr(writer.exception()))
         except OSError:
             pass  # the client went away
         finally:
@@ -354,7 +354,20 @@ class SeatSocket:
                     None, "frame_too_large", f"a frame is at most {limit} bytes (the body limit)"
                 )
                 continue
-            await self._frame(data)
+            try:
+                await self._frame(data)
+            except OSError:
+                raise  # the client went away
+            except Exception as e:  # as a request's 500: said in the log, the socket goes on
+                log.error("socket frame failed", match_id=self.match_id, error=repr(e)[:300])
+                await self._send(
+                    SocketError(
+                        match_id=self.match_id,
+                        seat=self.seat,
+                        error="internal",
+                        message="the gateway failed; try again",
+                    )
+                )
 
     async def _frame(self, data: bytes) -> None:
         """Act on one frame: play a move, or say why not."""
