@@ -47,6 +47,7 @@ from services.gateway.protocol import (
     EventLine,
     Gap,
     Health,
+    HelloFrame,
     JoinBody,
     Joined,
     LimitError,
@@ -135,6 +136,7 @@ _STRUCTS: list[Any] = [
     ArenaLine,
     # the seat's socket
     SocketLine,
+    HelloFrame,
     MoveFrame,
     MoveAccepted,
     MoveRejected,
@@ -570,6 +572,9 @@ def _paths() -> dict[str, Any]:
                 "4005 seat_ended (each after the stream's closing line); 4008 the client did "
                 "not read (its frames over the gateway's buffer); 4010 the gateway ended the "
                 "seat's stream before the match ended; 1009 a frame far over the body limit. "
+                "A handshake without Authorization (a browser's) is accepted to wait 5 s for a "
+                "`HelloFrame` with the token, then closed with 4000 + the status its refusal "
+                "would have had (4401, 4403, 4408 no hello, 4429, ...). "
                 "After any but 1000, open it again with `after` the last id read "
                 "(docs/protocol.md, Socket).",
                 "security": _SEAT,

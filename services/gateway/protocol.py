@@ -814,6 +814,13 @@ class SocketLine(msgspec.Struct, frozen=True, kw_only=True, tag="line", tag_fiel
     line: Line
 
 
+class HelloFrame(msgspec.Struct, frozen=True, kw_only=True, tag="hello", tag_field="type"):
+    """The first frame of a socket opened without an ``Authorization`` header (a browser's):
+    the token that opens the seat, as the header would carry it."""
+
+    token: str
+
+
 class MoveFrame(msgspec.Struct, frozen=True, kw_only=True, tag="move", tag_field="type"):
     """A move sent up the socket: ``key`` is its Idempotency-Key, ``move`` what POST /moves
     takes; ``match_id`` and ``seat``, when given, must be the socket's."""

@@ -41,6 +41,7 @@ from services.gateway.hub import Feed, FeedUnavailable, Hub, Outcome, Subscriber
 from services.gateway.limits import Charge, LimitExceeded
 from services.gateway.moves import TIMED_OUT, move_key
 from services.gateway.protocol import (
+    HelloFrame,
     MoveAccepted,
     MoveLimited,
     MoveRejected,
@@ -73,6 +74,10 @@ CLOSE_REASONS = {
     "resume": "the gateway ended the seat's stream before the match ended; reconnect with "
     "?after=<the last id read>",
 }
+HELLO_S = 5.0
+"""How long a socket opened without a token waits for its hello frame."""
+HELLO_BYTES = 512
+"""The longest hello frame read."""
 CUT_WAIT_S = 10.0
 """How long a socket cut for not reading waits for its close frame to be written."""
 FRAME_SLACK = 16
@@ -96,6 +101,7 @@ class _Up(msgspec.Struct, frozen=True, kw_only=True):
 
 
 _UP = msgspec.json.Decoder(_Up)
+_HELLO = msgspec.json.Decoder(HelloFrame)
 
 
 def frame_limit(max_body_bytes: int) -> int:
@@ -157,14 +163,23 @@ class SeatSockets:
             "over HTTP is .../stream",
         )
 
-    async def open(self, request: Request) -> SeatSocket:
+    async def open(self, request: Request) -> SeatSocket | Hello:
         """The handshake of GET .../socket: checked as the seat's stream is opened; any
-        refusal is its HTTP answer (ApiError, LimitExceeded)."""
+        refusal is its HTTP answer (ApiError, LimitExceeded). A handshake without a token is
+        accepted to wait for its ``hello`` frame (:class:`Hello`)."""
         refused = versions.refusal(request.scope)
         if refused is not None:
             raise refused
+        match_id = self.gw.match_id_of(request)
+        self.gw.resume_point(request)  # a resume point that is none is refused at once
+        if request.header(b"authorization") is None:
+            return Hello(self, request, match_id)
+        return await self.checked(request, match_id)
+
+    async def checked(self, request: Request, match_id: str) -> SeatSocket:
+        """The socket of a request whose token opens its seat, its places taken and its
+        stream subscribed; ApiError or LimitExceeded when the seat's stream would be refused."""
         gw = self.gw
-        match_id = gw.match_id_of(request)
         seat: int = request.params["seat"]
         credential = await gw.authorize(request, match_id, seat)
         after = gw.resume_point(request)
@@ -189,6 +204,81 @@ class SeatSockets:
             raise
         log.debug("socket opened", match_id=match_id, seat=seat, after=after)
         return SeatSocket(gw, feed, sub, waker, first, release, credential, seat)
+
+
+class Hello:
+    """A socket opened without a token (a browser's: its WebSocket cannot set a header):
+    accepted, it must send ``{"type": "hello", "token": ...}`` first, within
+    :data:`HELLO_S`; then it is checked as a handshake with that token is. A refusal is an
+    error frame (or a limited frame), then the close code 4000 + the status the handshake
+    would have been answered (4401 unauthorized, 4403, 4429, ...; 4408 no hello in time)."""
+
+    def __init__(self, sockets: SeatSockets, request: Request, match_id: str) -> None:
+        self.sockets = sockets
+        self.request = request
+        self.match_id = match_id
+        self.seat: int = request.params["seat"]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (await receive())["type"] != "websocket.connect":
+            return
+        await send({"type": "websocket.accept", "headers": [versions.STATED]})
+        try:
+            message = await asyncio.wait_for(receive(), HELLO_S)
+        except TimeoutError:
+            late = f"send the hello frame within {HELLO_S} s"
+            await self._refuse(send, 408, "hello_timeout", late)
+            return
+        if message["type"] != "websocket.receive":
+            return  # gone
+        token = _hello_token(message.get("text"))
+        if token is None:
+            await self._refuse(
+                send, 400, "hello_expected", 'the first frame is {"type": "hello", "token": ...}'
+            )
+            return
+        headers = [*self.request.scope["headers"], (b"authorization", b"Bearer " + token)]
+        request = Request({**self.request.scope, "headers": headers}, receive)
+        try:
+            socket = await self.sockets.checked(request, self.match_id)
+        except ApiError as e:
+            await self._refuse(send, e.status, e.code, str(e))
+            return
+        except LimitExceeded as e:
+            frame = MoveLimited(
+                match_id=self.match_id,
+                seat=self.seat,
+                key=None,
+                limit=e.limit,
+                retry_after=e.retry_after,
+                message=str(e),
+            )
+            await send({"type": "websocket.send", "text": _ENCODER.encode(frame).decode()})
+            await send({"type": "websocket.close", "code": 4429})
+            return
+        except RedisError:
+            await self._refuse(send, 503, "unavailable", "the store is unavailable; retry")
+            return
+        await socket.serve(send, receive)
+
+    async def _refuse(self, send: Send, status: int, error: str, message: str) -> None:
+        frame = SocketError(match_id=self.match_id, seat=self.seat, error=error, message=message)
+        await send({"type": "websocket.send", "text": _ENCODER.encode(frame).decode()})
+        await send({"type": "websocket.close", "code": 4000 + status})
+
+
+def _hello_token(text: str | None) -> bytes | None:
+    """The token of a hello frame; None for any other frame."""
+    if text is None or len(text) > HELLO_BYTES:
+        return None
+    try:
+        hello = _HELLO.decode(text)
+    except msgspec.DecodeError:  # ValidationError too: its subclass
+        return None
+    token = hello.token.strip()
+    if not token or len(token) > 200 or not token.isascii() or not token.isprintable():
+        return None
+    return token.encode()
 
 
 class _Watch(Waker):
@@ -245,11 +335,19 @@ class SeatSocket:
     # -- the connection --------------------------------------------------------------------
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        self.send = send
         try:
             if (await receive())["type"] != "websocket.connect":
                 return
             await send({"type": "websocket.accept", "headers": [versions.STATED]})
+        except BaseException:
+            self._end()
+            raise
+        await self.serve(send, receive)
+
+    async def serve(self, send: Send, receive: Receive) -> None:
+        """Carry the accepted socket until it ends: lines down, moves up; then free it."""
+        self.send = send
+        try:
             OPEN_SOCKETS.inc()
             self.counted = True
             self.binding = self.gw.credentials.bind(self.credential, self._credential_ended)

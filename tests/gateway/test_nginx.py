@@ -159,8 +159,8 @@ def test_a_match_streams_through_nginx_to_its_end(proxied: str) -> None:
 
 def test_a_seats_socket_is_opened_and_plays_through_nginx(proxied: str) -> None:
     """The WebSocket upgrade passes through: the socket's snapshot comes down, a move goes
-    up and is answered under its key, and a handshake nginx passes on is refused by the
-    gateway as it would be without it."""
+    up and is answered under its key, and a handshake with an unknown token is refused by the
+    gateway through nginx as it would be without it."""
     match_id = create(proxied, [None, None], rules={"players": 2})
     tokens = dict(join(proxied, match_id) for _ in range(2))
     url = f"ws{proxied.removeprefix('http')}/api/v1/matches/{match_id}/seats/0/socket"
@@ -182,7 +182,7 @@ def test_a_seats_socket_is_opened_and_plays_through_nginx(proxied: str) -> None:
 
     async def refused() -> int:
         try:
-            async with connect(url, proxy=None):
+            async with connect(url, additional_headers={"Authorization": "Bearer no"}, proxy=None):
                 return 101
         except InvalidStatus as e:
             return e.response.status_code

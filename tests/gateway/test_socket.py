@@ -25,7 +25,7 @@ from websockets.uri import parse_uri
 
 from engine.game import legal_moves
 from services.gateway.protocol import API
-from services.gateway.sockets import CLOSE_CODES
+from services.gateway.sockets import CLOSE_CODES, HELLO_S
 from tests.gateway.conftest import (
     OPERATOR,
     PLAY_LIMITS,
@@ -360,14 +360,14 @@ def _refused(url: str, token: str | None, **headers: str) -> tuple[int, dict[str
 def test_bad_auth_a_version_not_spoken_and_a_limit_are_refused_before_the_upgrade(
     gateways: Gateways,
 ) -> None:
-    """No token, an unknown one, another seat's, Domino-Protocol 2, a resume point not reached
-    yet, and a third socket of a seat on the gateway of two streams a token: each refused with
-    the HTTP answer the seat's stream would get; a GET without the upgrade is 426."""
+    """An unknown token, another seat's, Domino-Protocol 2, a resume point not reached yet, and
+    a third socket of a seat on the gateway of two streams a token: each refused with the HTTP
+    answer the seat's stream would get; a GET without the upgrade is 426. (No token at all is
+    a browser's socket: see the hello test.)"""
     g = gateways
     t = Table(g)
     url = ws(g.url, t.match_id, 0)
     for token, status, error in (
-        (None, 401, "unauthorized"),
         ("not-a-token", 401, "unauthorized"),
         (t.tokens[1], 403, "wrong_seat"),
     ):
@@ -391,6 +391,54 @@ def test_bad_auth_a_version_not_spoken_and_a_limit_are_refused_before_the_upgrad
             )
 
     asyncio.run(third())
+
+
+def test_a_socket_opened_without_a_header_is_opened_by_its_hello_frame_or_closed_4000_plus(
+    gateways: Gateways,
+) -> None:
+    """A handshake with no Authorization (a browser's) is accepted; a hello with the seat's
+    token opens the seat (its snapshot, then a move answered); a hello with an unknown token
+    is closed 4401 after its error frame, another seat's 4403, a first frame that is no hello
+    4400, and no frame at all 4408 once HELLO_S has passed."""
+    g = gateways
+    t = Table(g)
+    state = fold(g.log(t.match_id))
+    mover = state.turn
+    assert mover is not None
+    url = ws(g.url, t.match_id, mover)
+    legal = body_of(legal_moves(state)[0])
+
+    async def opened() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with opening(url, None) as sock:
+            await sock.send(json.dumps({"type": "hello", "token": t.tokens[mover]}))
+            first = await frame(sock)
+            await sock.send(json.dumps({"type": "move", "key": "h1", "move": legal}))
+            return first, await answer(sock)
+
+    async def refused(first: str | None) -> tuple[list[dict[str, Any]], int | None]:
+        got: list[dict[str, Any]] = []
+        async with opening(url, None) as sock:
+            if first is not None:
+                await sock.send(first)
+            try:
+                while True:
+                    got.append(await frame(sock, HELLO_S + 5))
+            except ConnectionClosed as e:
+                return got, None if e.rcvd is None else e.rcvd.code
+
+    first, played = asyncio.run(opened())
+    assert first["line"]["type"] == "snapshot" and first["seat"] == mover
+    assert (played["type"], played["key"]) == ("accepted", "h1")
+    for sent, code, error in (
+        (json.dumps({"type": "hello", "token": "not-a-token"}), 4401, "unauthorized"),
+        (json.dumps({"type": "hello", "token": t.tokens[1 - mover]}), 4403, "wrong_seat"),
+        (json.dumps({"type": "move", "key": "h2", "move": legal}), 4400, "hello_expected"),
+        (None, 4408, "hello_timeout"),
+    ):
+        got, closed = asyncio.run(refused(sent))
+        assert closed == code, (sent, got)
+        assert [f["error"] for f in got] == [error], got
+    assert len(g.log(t.match_id)) == played["version"]  # the refused move was never sent
 
 
 # -- how a socket ends -------------------------------------------------------------------------
