@@ -3,8 +3,10 @@
 ``GET /api/v1/matches/{match_id}/seats/{seat}/socket``, upgraded (docs/protocol.md, "Socket").
 The handshake is checked as the seat's stream is opened — the protocol's version, the token,
 the resume point, the stream's places per address and per seat, the match's feed — and any
-refusal is the HTTP answer to the handshake, the same JSON the stream would have answered.
-Once accepted:
+refusal is the HTTP answer to the handshake, the same JSON the stream would have answered. A
+handshake without a token (a browser cannot set the header) is accepted to wait a few
+seconds for a ``hello`` frame carrying it (:class:`Hello`), then checked the same way, a
+refusal closing it with 4000 + the status. Once accepted:
 
 - down, each line of the seat's stream (the hub's own subscriber and framing: the socket never
   makes a view of its own, C8), one JSON text frame each, wrapped with its match and seat
