@@ -67,7 +67,7 @@ from services.gateway.http import (
     Response,
     decode_body,
 )
-from services.gateway.hub import YIELD_EVERY, FeedUnavailable, Flight, Hub, Outcome
+from services.gateway.hub import YIELD_EVERY, Feed, FeedUnavailable, Flight, Hub, Outcome
 from services.gateway.limits import (
     Cap,
     Charge,
@@ -1444,6 +1444,21 @@ class Gateway:
             release()
             raise
 
+    async def feed_from(self, match_id: str, after: int | None) -> Feed:
+        """The match's feed, for a stream or socket that resumes after ``after`` (None: a
+        fresh one): 503 when its log cannot be read, 400 when ``after`` is past its end."""
+        try:
+            feed = await self.hub.follow(match_id)
+        except FeedUnavailable as e:
+            raise ApiError(503, "unavailable", str(e)) from None
+        if after is not None and after > feed.version:
+            raise ApiError(
+                400,
+                "bad_resume",
+                f"event {after} does not exist yet: the match is at version {feed.version}",
+            )
+        return feed
+
     async def _open_stream(
         self,
         match_id: str,
@@ -1457,16 +1472,7 @@ class Gateway:
         credential: Credential | None = None,
     ) -> StreamResponse:
         hub = self.hub
-        try:
-            feed = await hub.follow(match_id)
-        except FeedUnavailable as e:
-            raise ApiError(503, "unavailable", str(e)) from None
-        if after is not None and after > feed.version:
-            raise ApiError(
-                400,
-                "bad_resume",
-                f"event {after} does not exist yet: the match is at version {feed.version}",
-            )
+        feed = await self.feed_from(match_id, after)
         sub, version = hub.subscribe(feed, seat, sse, after, everything, until_turn, views=views)
         first = [] if after is None else await hub.backlog(feed, sub, after, version)
         log.debug("stream opened", match_id=match_id, seat=seat, after=after)

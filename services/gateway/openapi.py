@@ -226,6 +226,29 @@ _NOT_JSON = _error(
 )
 _BAD_BODY = ("bad_json", "bad_request")  # not JSON; a Content-Length that is no number
 
+_SEAT_OPENING = {
+    "400": _error("a resume point that is no id of the match", "bad_resume"),
+    "401": _error("no token, or an unknown one", "unauthorized"),
+    "403": _error(
+        "a token for another match or seat, or an account that does not hold it or is banned",
+        "wrong_match",
+        "wrong_seat",
+        "not_your_seat",
+        "account_banned",
+    ),
+    "404": _error(
+        "no such match, or a seat that is no whole number (no such path)",
+        "no_match",
+        "not_found",
+    ),
+}
+"""What opening a seat's stream or socket may be refused with before its places are taken."""
+_SEAT_PLACES = {
+    "429": _limited("streams_per_token", 1.0, "player_streams_per_client", "auth_failures"),
+    "503": _UNAVAILABLE,
+}
+"""A seat's stream or socket over its places, or its match's log unreadable."""
+
 # who may call: Authorization: Bearer <token> of one of these schemes
 _TOKEN: list[dict[str, list[str]]] = [{"seatToken": []}]
 _SEAT: list[dict[str, list[str]]] = [{"seatToken": []}, {"accountToken": []}]
@@ -536,26 +559,9 @@ def _paths() -> dict[str, Any]:
                 "parameters": [_MATCH, _SEAT_NO, *_STREAM_PARAMS, _UNTIL],
                 "responses": {
                     "200": _stream("the seat's lines"),
-                    "400": _error("a resume point that is no id of the match", "bad_resume"),
-                    "401": _error("no token, or an unknown one", "unauthorized"),
-                    "403": _error(
-                        "a token for another match or seat, or an account that does not hold "
-                        "it or is banned",
-                        "wrong_match",
-                        "wrong_seat",
-                        "not_your_seat",
-                        "account_banned",
-                    ),
-                    "404": _error(
-                        "no such match, or a seat that is no whole number (no such path)",
-                        "no_match",
-                        "not_found",
-                    ),
+                    **_SEAT_OPENING,
                     "422": _error("an unknown format, events, until or views", "invalid_query"),
-                    "429": _limited(
-                        "streams_per_token", 1.0, "player_streams_per_client", "auth_failures"
-                    ),
-                    "503": _UNAVAILABLE,
+                    **_SEAT_PLACES,
                 },
             }
         },
@@ -597,29 +603,12 @@ def _paths() -> dict[str, Any]:
                         "description": "Switching Protocols: the socket is open; every frame "
                         "it sends is JSON text, a `SocketFrame`, and it takes `MoveFrame`s",
                     },
-                    "400": _error("a resume point that is no id of the match", "bad_resume"),
-                    "401": _error("no token, or an unknown one", "unauthorized"),
-                    "403": _error(
-                        "a token for another match or seat, or an account that does not hold "
-                        "it or is banned",
-                        "wrong_match",
-                        "wrong_seat",
-                        "not_your_seat",
-                        "account_banned",
-                    ),
-                    "404": _error(
-                        "no such match, or a seat that is no whole number (no such path)",
-                        "no_match",
-                        "not_found",
-                    ),
+                    **_SEAT_OPENING,
                     "426": _error(
                         "a GET without the WebSocket upgrade: connect with a WebSocket client",
                         "upgrade_required",
                     ),
-                    "429": _limited(
-                        "streams_per_token", 1.0, "player_streams_per_client", "auth_failures"
-                    ),
-                    "503": _UNAVAILABLE,
+                    **_SEAT_PLACES,
                 },
             }
         },

@@ -39,7 +39,7 @@ from services.gateway import versions
 from services.gateway.config import GatewaySettings
 from services.gateway.credentials import Binding, Credential, Credentials, closed_line
 from services.gateway.http import ApiError, Endpoint, Request, Response
-from services.gateway.hub import Feed, FeedUnavailable, Hub, Outcome, Subscriber, Waker
+from services.gateway.hub import Feed, Hub, Outcome, Subscriber, Waker
 from services.gateway.limits import Charge, LimitExceeded
 from services.gateway.moves import TIMED_OUT, move_key
 from services.gateway.protocol import (
@@ -125,6 +125,7 @@ class Host(Protocol):
     def match_id_of(self, request: Request) -> str: ...
     async def authorize(self, request: Request, match_id: str, seat: int) -> Credential: ...
     def resume_point(self, request: Request) -> int | None: ...
+    async def feed_from(self, match_id: str, after: int | None) -> Feed: ...
     async def seat_places(
         self, request: Request, match_id: str, seat: int
     ) -> Callable[[], None]: ...
@@ -188,16 +189,7 @@ class SeatSockets:
         release = await gw.seat_places(request, match_id, seat)
         try:
             hub = gw.hub
-            try:
-                feed = await hub.follow(match_id)
-            except FeedUnavailable as e:
-                raise ApiError(503, "unavailable", str(e)) from None
-            if after is not None and after > feed.version:
-                raise ApiError(
-                    400,
-                    "bad_resume",
-                    f"event {after} does not exist yet: the match is at version {feed.version}",
-                )
+            feed = await gw.feed_from(match_id, after)
             waker = _Watch()
             sub, version = hub.subscribe(feed, seat, False, after, waker=waker)
             first = [] if after is None else await hub.backlog(feed, sub, after, version)
