@@ -329,17 +329,18 @@ _FORMAT = {
     "description": "ndjson (default) or sse; `Accept: text/event-stream` also picks sse",
     "schema": {"enum": ["ndjson", "sse"]},
 }
+_EVENTS = {
+    "name": "events",
+    "in": "query",
+    "description": "all (default), or minimal: of the events only the receiver's own "
+    "`turn_timed_out`, `round_ended` and `match_ended` (lines as `MinimalLine`)",
+    "schema": {"enum": ["all", "minimal"]},
+}
 _STREAM_PARAMS = [
     _after("a match version, no snapshot"),
     _LAST_EVENT_ID,
     _FORMAT,
-    {
-        "name": "events",
-        "in": "query",
-        "description": "all (default), or minimal: of the events only the receiver's own "
-        "`turn_timed_out`, `round_ended` and `match_ended` (lines as `MinimalLine`)",
-        "schema": {"enum": ["all", "minimal"]},
-    },
+    _EVENTS,
     {
         "name": "views",
         "in": "query",
@@ -976,7 +977,7 @@ def _player_paths() -> dict[str, Any]:
                 "summary": "Every seat the account holds on one connection: each seat "
                 "stream's line wrapped with its match and seat; new matches join as they start",
                 "security": _ACCOUNT,
-                "parameters": [_FORMAT, _STREAM_PARAMS[-1]],
+                "parameters": [_FORMAT, _EVENTS],
                 "responses": _as_account(
                     {
                         "200": _lines(
