@@ -408,10 +408,12 @@ class SeatSocket:
                     await self._text(head + line + b"}")
         self.first = []
         while True:
-            await self.waker.wait(self.gw.config.keepalive_s)
-            data = sub.drain()
-            if data is None:
+            data = sub.drain()  # before waiting: the wake of lines just sent may have been
+            if data is None:  # the one that told of their end too
                 break
+            if not data:
+                await self.waker.wait(self.gw.config.keepalive_s)
+                continue
             for line in data.split(b"\n"):
                 if line and self.ended is None:
                     await self._text(head + line + b"}")

@@ -111,6 +111,7 @@ def test_a_bot_plays_a_whole_match_over_its_socket_against_a_house_bot_seeing_on
     match_id = create(g.url, [None, "greedy"], rules={"family": "express", "target": 30})
     seat, token = join(g.url, match_id)
     frames: list[dict[str, Any]] = []
+    ended_at: list[float] = []
 
     async def play() -> int | None:
         async with opening(ws(g.url, match_id, seat), token) as sock:
@@ -119,11 +120,16 @@ def test_a_bot_plays_a_whole_match_over_its_socket_against_a_house_bot_seeing_on
                     got = await frame(sock, 30)
                     frames.append(got)
                     line = got.get("line", {})
+                    if line.get("event", {}).get("type") == "match_ended":
+                        ended_at.append(time.monotonic())
                     if line.get("type") == "turn":
                         move = line["view"]["legal"][0]
                         up = {"type": "move", "key": f"v{line['id']}", "move": move}
                         await sock.send(json.dumps(up))
             except ConnectionClosed as e:
+                closed_at = time.monotonic()
+                # the close follows the last lines at once, not a keep-alive interval later
+                assert ended_at and closed_at - ended_at[0] < 0.5, (ended_at, closed_at)
                 return None if e.rcvd is None else e.rcvd.code
 
     code = asyncio.run(asyncio.wait_for(play(), 90))
