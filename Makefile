@@ -57,7 +57,7 @@ SEED ?= 1
 FUZZ_EXAMPLES ?= 300
 chaos: $(STAMP)
 	$(BIN)/python -m tests.chaos --seconds $(CHAOS_S) --seed $(SEED) --house 150 --outside 16 --watched 30 --verify-commands 30
-	DOMINO_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) DOMINO_FUZZ_SEED=$(SEED) $(BIN)/pytest -q -m chaos -k no_request tests/chaos/test_fuzz_gateway.py
+	DOMINO_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) DOMINO_FUZZ_SEED=$(SEED) $(BIN)/pytest -q -m chaos -k "no_request or no_frame" tests/chaos/test_fuzz_gateway.py tests/chaos/test_fuzz_socket.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
