@@ -480,7 +480,8 @@ class SeatSocket:
         if up.match_id is not None and up.match_id != self.match_id:
             await self._answer(key, "wrong_match", "this socket plays another match")
             return
-        if up.seat is not None and up.seat != self.seat:
+        if up.seat is not None and (type(up.seat) is not int or up.seat != self.seat):
+            # a seat is a whole number: false, 0.0 or "0" is no seat 0
             message = f"this socket plays seat {self.seat}, not seat {str(up.seat)[:8]}"
             await self._answer(key, "wrong_seat", message)
             return
