@@ -226,8 +226,7 @@ _NOT_JSON = _error(
 )
 _BAD_BODY = ("bad_json", "bad_request")  # not JSON; a Content-Length that is no number
 
-_SEAT_OPENING = {
-    "400": _error("a resume point that is no id of the match", "bad_resume"),
+_SEAT_AUTH = {
     "401": _error("no token, or an unknown one", "unauthorized"),
     "403": _error(
         "a token for another match or seat, or an account that does not hold it or is banned",
@@ -241,6 +240,11 @@ _SEAT_OPENING = {
         "no_match",
         "not_found",
     ),
+}
+"""What a request for a seat (its stream, socket or moves) may be refused with for its token."""
+_SEAT_OPENING = {
+    "400": _error("a resume point that is no id of the match", "bad_resume"),
+    **_SEAT_AUTH,
 }
 """What opening a seat's stream or socket may be refused with before its places are taken."""
 _SEAT_PLACES = {
@@ -646,20 +650,7 @@ def _paths() -> dict[str, Any]:
                         "missing_idempotency_key",
                         "bad_idempotency_key",
                     ),
-                    "401": _error("no token, or an unknown one", "unauthorized"),
-                    "403": _error(
-                        "a token for another match or seat, or an account that does not hold "
-                        "it or is banned",
-                        "wrong_match",
-                        "wrong_seat",
-                        "not_your_seat",
-                        "account_banned",
-                    ),
-                    "404": _error(
-                        "no such match, or a seat that is no whole number (no such path)",
-                        "no_match",
-                        "not_found",
-                    ),
+                    **_SEAT_AUTH,
                     "409": _refused(
                         "refused by the referee (`RejectedError`: the engine's reason and "
                         "rule, e.g. not_your_turn C4, too_late_to_abort; the log is "
