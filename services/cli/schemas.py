@@ -41,7 +41,7 @@ import events
 from events.envelope import SCHEMA, CommandEnvelope, Envelope
 from events.upcast import UPCASTERS
 from events.wire import Rejected, TurnMessage
-from services.gateway import players, protocol
+from services.gateway import lobby_protocol, protocol
 from services.gateway.protocol import PROTOCOL
 from services.projections.projector import Summary
 
@@ -241,10 +241,10 @@ def stored_roots() -> dict[str, Any]:
 
 def wire_roots() -> dict[str, Any]:
     """The wire shapes: every struct and tagged union of them that the gateway's protocol
-    module declares (its lines and answers, and the SDK's request bodies it re-exports), the
-    account routes' request bodies, and the summary GET /matches lists."""
-    roots = _declared(protocol, {protocol.__name__, "domino_sdk.protocol"})
-    roots |= _declared(players, {players.__name__})
+    modules declare (its lines and answers, the SDK's request bodies it re-exports, and the
+    lobby's bodies, answers and lines), and the summary GET /matches lists."""
+    homes = {protocol.__name__, lobby_protocol.__name__, "domino_sdk.protocol"}
+    roots = _declared(protocol, homes) | _declared(lobby_protocol, homes)
     roots["Summary"] = Summary
     return roots
 

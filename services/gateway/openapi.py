@@ -21,8 +21,28 @@ from typing import Any, get_args
 import msgspec
 
 from events.model import MatchEnded, RoundEnded, TurnTimedOut
+from services.gateway.lobby_protocol import (
+    AccountAnswer,
+    AccountLine,
+    ArenaAnswer,
+    ArenaBody,
+    ArenaLine,
+    ArenaList,
+    ChallengeAnswer,
+    ChallengeBody,
+    ChallengeList,
+    EntrantBody,
+    Me,
+    PlayLine,
+    RegisterBody,
+    Registered,
+    SeekAnswer,
+    SeekBody,
+    SeekList,
+    TokenAnswer,
+    Withdrawn,
+)
 from services.gateway.origins import STATE_CHANGING
-from services.gateway.players import ArenaBody, ChallengeBody, EntrantBody, RegisterBody, SeekBody
 from services.gateway.protocol import (
     API,
     FILTERED_PAGES,
@@ -33,14 +53,7 @@ from services.gateway.protocol import (
     RECENT,
     REPLAYED,
     SPOKEN,
-    AccountAnswer,
-    AccountLine,
-    ArenaAnswer,
-    ArenaLine,
-    ArenaList,
     Cancelled,
-    ChallengeAnswer,
-    ChallengeList,
     CreateBody,
     Created,
     Error,
@@ -53,7 +66,6 @@ from services.gateway.protocol import (
     LimitError,
     MatchDetail,
     MatchInfo,
-    Me,
     MoveAccepted,
     MoveAnswer,
     MoveBody,
@@ -62,22 +74,16 @@ from services.gateway.protocol import (
     MoveRejected,
     MoveTimedOut,
     PlayerAnswer,
-    PlayLine,
     ProtocolError,
     RatingsAnswer,
-    Registered,
     RejectedError,
     Replay,
     SeatOf,
-    SeekAnswer,
-    SeekList,
     Snapshot,
     SocketError,
     SocketLine,
-    TokenAnswer,
     TooLargeError,
     TurnLine,
-    Withdrawn,
 )
 from services.lobby.arena import FORMATS
 from services.lobby.seeks import KINDS

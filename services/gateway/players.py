@@ -28,6 +28,13 @@ from services.gateway.http import ApiError, Request, Response, decode_body
 from services.gateway.hub import FeedUnavailable, Hub, Subscriber, Waker
 from services.gateway.limits import LimitExceeded, Quota
 from services.gateway.lobby_limits import LobbyLimits
+from services.gateway.lobby_protocol import (
+    ArenaBody,
+    ChallengeBody,
+    EntrantBody,
+    RegisterBody,
+    SeekBody,
+)
 from services.gateway.protocol import Gap, RulesBody
 from services.gateway.streaming import OPEN_STREAMS, on_disconnect, start_stream
 from services.lobby.accounts import Account, AccountError, Accounts
@@ -47,45 +54,6 @@ LOOK_S = 0.05
 """How often, at most, a busy play stream looks for the account's new matches."""
 SEEK_RETRY_S = 10.0
 """When an account waiting for its most kinds of game may seek again: once one is matched."""
-
-
-class RegisterBody(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A new account: its name."""
-
-    name: str
-
-
-class ChallengeBody(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A challenge: the accounts named, in seat order after the challenger, and the rules."""
-
-    opponents: list[str]
-    rules: RulesBody = msgspec.field(default_factory=RulesBody)
-    deadline_ms: int | None = None
-
-
-class ArenaBody(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A new arena: its name, rules and format; rounds for Swiss, a duration for a timed arena,
-    games per pairing for a round robin."""
-
-    name: str
-    rules: RulesBody = msgspec.field(default_factory=RulesBody)
-    format: str = "round_robin"
-    rounds: int = 0
-    games_per_pairing: int = 1
-    duration_s: float = 0.0
-    deadline_ms: int | None = None
-
-
-class EntrantBody(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A house bot pool the operator enters in an arena."""
-
-    pool: str
-
-
-class SeekBody(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A seek: the kind of game wanted."""
-
-    kind: str
 
 
 _REGISTER = msgspec.json.Decoder(RegisterBody)
