@@ -63,11 +63,7 @@ class SeekBody(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     kind: str
 
 
-# -- accounts, challenges, seeks, arenas -------------------------------------------------------
-# The answers and stream lines of the routes for bots as players (services/gateway/players.py),
-# as the lobby's records encode them (services/lobby: ``public()`` and ``summary()``) and as
-# the account feeds write them (services/projections/accounts.py);
-# tests/gateway/test_openapi_accounts.py checks real ones against the OpenAPI document.
+# -- accounts, challenges, seeks, arenas: answers and stream lines -----------------------------
 
 ChallengeStatus = Literal[
     "open", "starting", "started", "declined", "cancelled", "expired", "failed"
