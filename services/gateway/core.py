@@ -219,7 +219,7 @@ class Core:
         """The event store (read only); raises GatewayNotStarted when the app is not running."""
         return self._started().store
 
-    # -- helpers -------------------------------------------------------------------------------
+    # -- what a request is, and what it may open ------------------------------------------------
 
     def match_id_of(self, request: Request) -> str:
         """The request's match id, checked; 404 no_match for one no match could have."""
