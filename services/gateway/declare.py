@@ -19,12 +19,13 @@ from typing import Any, Literal
 import msgspec
 from starlette.types import ASGIApp
 
+from services.gateway.commands import Gateway
 from services.gateway.http import Request
 from services.gateway.spec import ref
 
-Handler = Callable[[Any, Request], Awaitable[ASGIApp]]
-"""A handler: ``(gateway, request)`` to the answer (services/gateway/commands.py's Gateway)."""
-SocketApp = Callable[[Any, str], ASGIApp]
+Handler = Callable[[Gateway, Request], Awaitable[ASGIApp]]
+"""A handler: the gateway and the request to the answer (an ASGI app: a response, a stream)."""
+SocketApp = Callable[[Gateway, str], ASGIApp]
 """What serves a WebSocket's handshake: made from the gateway and the route's metrics label."""
 Method = Literal["GET", "POST", "DELETE"]
 
