@@ -4,7 +4,10 @@ that a change to them keeps the compatibility rules (docs/store.md, "Compatibili
 ``python -m services.cli.schemas check`` (in ``make lint``) compares the shapes the code has
 now with the file recorded for the current version and exits 1 naming each change, the rule
 it breaks and what to do; ``python -m services.cli.schemas record`` (``make schema``) writes the
-current version's file, and refuses to when a change needs a new version first.
+current version's file, and refuses to when a change needs a new version first. From the
+recorded wire file, ``record`` also writes the bot SDK's wire structs
+(``domino_sdk/wire.py``, services/cli/sdkgen.py), and ``check`` fails when that module is not
+what the file gives: the SDK reads what the server writes, from one source.
 
 Two families of shapes, each with its own version and its own files in ``events/schemas/``:
 
@@ -39,8 +42,10 @@ import msgspec.inspect as mi
 
 import events
 from events.envelope import SCHEMA, CommandEnvelope, Envelope
+from events.model import AnyEvent, Move
 from events.upcast import UPCASTERS
 from events.wire import Rejected, TurnMessage
+from services.cli import sdkgen
 from services.gateway import lobby_protocol, protocol
 from services.gateway.protocol import PROTOCOL
 from services.projections.projector import Summary
@@ -53,6 +58,10 @@ Mode = Literal["BACKWARD", "FORWARD"]
 SCHEMAS = Path(events.__file__).parent / "schemas"
 """Where the recorded files are: beside the stored shapes, in the source tree checked."""
 _REF = "#/$defs/{name}"
+SDK_MODULE = Path(__file__).resolve().parents[1] / "sdk" / "domino_sdk" / "wire.py"
+"""The SDK's module of wire structs, written from the recorded wire file (sdkgen.py)."""
+SDK_HOMES = ("domino_sdk.protocol", sdkgen.OWN)
+"""Where the SDK defines the request bodies the gateway decodes (re-exported by protocol)."""
 
 
 # -- the rules ---------------------------------------------------------------------------------
@@ -242,10 +251,13 @@ def stored_roots() -> dict[str, Any]:
 def wire_roots() -> dict[str, Any]:
     """The wire shapes: every struct and tagged union of them that the gateway's protocol
     modules declare (its lines and answers, the SDK's request bodies it re-exports, and the
-    lobby's bodies, answers and lines), and the summary GET /matches lists."""
-    homes = {protocol.__name__, lobby_protocol.__name__, "domino_sdk.protocol"}
+    lobby's bodies, answers and lines), the summary GET /matches lists, and the unions of the
+    events and of the moves a view lists (the SDK's ``AnyEvent`` and ``Move``)."""
+    homes = {protocol.__name__, lobby_protocol.__name__, *SDK_HOMES}
     roots = _declared(protocol, homes) | _declared(lobby_protocol, homes)
     roots["Summary"] = Summary
+    roots["AnyEvent"] = AnyEvent
+    roots["Move"] = Move
     return roots
 
 
@@ -721,22 +733,54 @@ def _line(family: str, change: Change, words: Mapping[str, str], fix: str) -> st
 # -- the command -------------------------------------------------------------------------------
 
 
-def check(directory: Path = SCHEMAS, out: Callable[[str], None] = print) -> int:
-    """Print what differs from the recorded shapes; 0 when nothing, else 1."""
+def check(
+    directory: Path = SCHEMAS, out: Callable[[str], None] = print, module: Path = SDK_MODULE
+) -> int:
+    """Print what differs from the recorded shapes, and whether the SDK's wire module is what
+    the recorded wire file gives; 0 when nothing differs, else 1."""
     verdicts = [_verdict(family, directory) for family in (STORED, WIRE)]
     for verdict in verdicts:
         for line in verdict.lines:
             out(line)
-    if all(verdict.ok for verdict in verdicts):
+    sdk = sdk_line(directory, module)
+    if sdk is not None:
+        out(sdk)
+    if all(verdict.ok for verdict in verdicts) and sdk is None:
         versions = ", ".join(f"{v.family.name} {v.version}" for v in verdicts)
-        out(f"schemas: the code's shapes are the recorded ones ({versions})")
+        out(f"schemas: the code's shapes are the recorded ones ({versions}), and the SDK's")
         return 0
     return 1
 
 
-def record(directory: Path = SCHEMAS, out: Callable[[str], None] = print) -> int:
-    """Write the current version's file of each family whose changes allow it; 1 when one's
-    do not (nothing of that family is written)."""
+def sdk_source(directory: Path = SCHEMAS) -> str | None:
+    """The SDK's wire module as the recorded file of the current protocol gives it (None: that
+    file is not recorded yet)."""
+    doc = recorded(WIRE, directory).get(PROTOCOL)
+    return None if doc is None else sdkgen.source(doc, sdkgen.own_shapes())
+
+
+def sdk_line(directory: Path = SCHEMAS, module: Path = SDK_MODULE) -> str | None:
+    """What is wrong with the SDK's wire module, or None when it is what it should be."""
+    expected = sdk_source(directory)
+    if expected is None:
+        return None  # the wire family's own line says what to do first
+    name = f"{module.parent.name}/{module.name}"
+    if not module.exists():
+        return f"sdk: {name} is missing — make schema writes it from {WIRE.path(PROTOCOL).name}"
+    if module.read_text() != expected:
+        return (
+            f"sdk: {name} is not what {WIRE.path(PROTOCOL).name} gives (edited by hand, or "
+            "not written since the schema was recorded) — make schema writes it"
+        )
+    return None
+
+
+def record(
+    directory: Path = SCHEMAS, out: Callable[[str], None] = print, module: Path = SDK_MODULE
+) -> int:
+    """Write the current version's file of each family whose changes allow it, then the SDK's
+    wire module from the wire file; 1 when a family's changes do not allow it (nothing of
+    that family is written)."""
     status = 0
     for family in (STORED, WIRE):
         now = generated(family)
@@ -753,6 +797,13 @@ def record(directory: Path = SCHEMAS, out: Callable[[str], None] = print) -> int
                 out(line)
             out(f"{family.name}: nothing written: what is above comes first")
             status = 1
+    source = sdk_source(directory)
+    name = f"{module.parent.name}/{module.name}"
+    if source is not None and (not module.exists() or module.read_text() != source):
+        module.write_text(source)
+        out(f"sdk: wrote {name} from {WIRE.path(PROTOCOL).name}")
+    elif source is not None:
+        out(f"sdk: {name} is up to date")
     return status
 
 

@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import types
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -22,7 +23,7 @@ import pytest
 
 from events.envelope import SCHEMA
 from events.upcast import UPCASTERS
-from services.cli import schemas
+from services.cli import schemas, sdkgen
 from services.cli.schemas import STORED, WIRE, Change, Document, Family, Rule, judge
 
 pytestmark = pytest.mark.engine
@@ -312,10 +313,13 @@ def lint_command() -> list[str]:
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A copy of the project's Python packages; run from it, they are the ones imported (the
-    SDK, a distribution of its own, is the installed one)."""
+    SDK, a distribution of its own, is the installed one: its source is copied for the wire
+    module the check reads and ``record`` writes)."""
     skip = shutil.ignore_patterns("__pycache__", "sdk", "web", "*.pyc")
     for package in ("engine", "events", "services"):
         shutil.copytree(ROOT / package, tmp_path / package, ignore=skip)
+    sdk = shutil.ignore_patterns("__pycache__", "*.pyc", "build", "*.egg-info")
+    shutil.copytree(ROOT / "services/sdk", tmp_path / "services/sdk", ignore=sdk)
     return tmp_path
 
 
@@ -377,3 +381,99 @@ def test_a_bump_with_an_upcaster_is_recorded_in_a_new_file_and_the_old_one_kept(
     checked = run(project, lint_command())
     assert checked.returncode == 0, checked.stdout
     assert re.search(rf"stored {SCHEMA + 1}\b", checked.stdout)
+
+
+# -- the SDK's wire module, written from the recorded wire file --------------------------------
+
+
+def test_the_sdks_wire_module_is_what_the_recorded_wire_file_gives() -> None:
+    assert schemas.SDK_MODULE.read_text() == schemas.sdk_source()
+    assert schemas.sdk_line() is None
+
+
+def test_a_field_added_to_a_server_struct_fails_the_lint_until_make_schema_writes_it_to_the_sdk(
+    project: Path,
+) -> None:
+    """The server's struct changes; the SDK's module follows only through the recorded file."""
+    edit(
+        project / "events/view.py", "    tiles: int = 0\n", "    tiles: int = 0\n    arm: int = 0\n"
+    )
+    module = project / "services/sdk/domino_sdk/wire.py"
+    before = module.read_text()
+    drifted = run(project, lint_command())
+    assert drifted.returncode == 1, drifted.stdout
+    assert "wire: OpenEnd.arm added with a default: FULL" in drifted.stdout
+    recorded = run(project, [sys.executable, "-m", "services.cli.schemas", "record"])
+    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    assert "sdk: wrote domino_sdk/wire.py from wire-1.json" in recorded.stdout
+    after = module.read_text()
+    assert after != before
+    open_end = after.split("class OpenEnd(", 1)[1].split("\n\n", 1)[0]
+    assert "    arm: int = 0\n" in open_end
+    checked = run(project, lint_command())
+    assert checked.returncode == 0, checked.stdout
+
+
+def test_the_sdks_wire_module_edited_by_hand_or_left_behind_fails_the_lint(project: Path) -> None:
+    module = project / "services/sdk/domino_sdk/wire.py"
+    edit(module, "    tiles: int = 0\n", "    tiles: int = 1\n")
+    edited = run(project, lint_command())
+    assert edited.returncode == 1
+    assert "sdk: domino_sdk/wire.py is not what wire-1.json gives" in edited.stdout
+    rewritten = run(project, [sys.executable, "-m", "services.cli.schemas", "record"])
+    assert "sdk: wrote domino_sdk/wire.py" in rewritten.stdout
+    assert run(project, lint_command()).returncode == 0
+    # the server's struct changed and its schema recorded, but the SDK's module not written
+    edit(
+        project / "events/view.py", "    tiles: int = 0\n", "    tiles: int = 0\n    arm: int = 0\n"
+    )
+    only_the_schema = (
+        "from services.cli import schemas as s; "
+        "s.WIRE.path(s.PROTOCOL).write_text(s.text(s.generated(s.WIRE)))"
+    )
+    assert run(project, [sys.executable, "-c", only_the_schema]).returncode == 0
+    behind = run(project, lint_command())
+    assert behind.returncode == 1
+    said = behind.stdout.splitlines()
+    assert not [line for line in said if line.startswith("wire:")], behind.stdout
+    assert "sdk: domino_sdk/wire.py is not what wire-1.json gives" in behind.stdout
+
+
+def test_the_sdk_reads_a_struct_as_the_server_writes_it_but_never_refuses_a_field_added_later(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Fields, types, defaults and tags as recorded; a struct that forbids unknown fields on the
+    server is read by the SDK without the refusal; a keyword is read under its other name."""
+    closed = msgspec.defstruct(
+        "Closed",
+        [("seat", int), ("end", End | None, None), ("tiles", tuple[tuple[int, int], ...], ())],
+        tag="closed",
+        tag_field="type",
+        kw_only=True,
+        forbid_unknown_fields=True,
+    )
+    named = msgspec.defstruct(
+        "Named", [("challenger", str, msgspec.field(name="from"))], kw_only=True
+    )
+    doc = schemas.document(WIRE, 1, {"Closed": closed, "Named": named})
+    module = types.ModuleType("generated_wire")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    exec(sdkgen.source(doc, set()), module.__dict__)
+    namespace = vars(module)
+    read = msgspec.json.decode(
+        b'{"type":"closed","seat":1,"tiles":[[1,2]],"later":true}', type=namespace["Closed"]
+    )
+    assert msgspec.to_builtins(read) == {
+        "type": "closed",
+        "seat": 1,
+        "end": None,
+        "tiles": ((1, 2),),
+    }
+    assert msgspec.json.decode(b'{"from":"ana"}', type=namespace["Named"]).challenger == "ana"
+    assert msgspec.json.schema(namespace["Named"]) == msgspec.json.schema(named)
+
+
+def test_a_wire_name_that_is_a_keyword_and_unnamed_for_the_sdk_stops_the_generator() -> None:
+    odd = msgspec.defstruct("Odd", [("lambda_", int, msgspec.field(name="lambda"))])
+    with pytest.raises(sdkgen.UnsupportedSchema, match=r"Odd\.lambda: add it to sdkgen\.NAMES"):
+        sdkgen.source(schemas.document(WIRE, 1, {"Odd": odd}), set())

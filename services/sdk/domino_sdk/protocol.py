@@ -11,8 +11,12 @@ A stream is a sequence of lines, each one JSON object with a ``type``:
 Event ids are match versions (1..n), so resuming is "everything after version N". Read lines
 with :func:`decode_line`: it reads an event of a type this SDK does not know as an
 :class:`~domino_sdk.model.UnknownEvent` and skips a line of a type it does not know, so a bot
-written today keeps playing against a newer server. The request bodies are the gateway's own:
-it decodes them with these very structs.
+written today keeps playing against a newer server.
+
+The lines, and the socket's frames, are the server's structs, generated into
+:mod:`domino_sdk.wire` from the protocol's recorded schema (``make schema``). The request
+bodies are the SDK's own (:mod:`domino_sdk.bodies`), and the gateway's: it decodes them with
+these very structs.
 
 These types are version :data:`PROTOCOL` of the protocol. Every request and every answer
 states its version in the :data:`PROTOCOL_HEADER` header; what a version may gain without a
@@ -22,12 +26,25 @@ new number (optional fields, line and event types a reader skips) is docs/protoc
 
 from __future__ import annotations
 
-from typing import get_args
+import functools
+import operator
+from typing import Any, get_args
 
 import msgspec
 
-from domino_sdk.model import AnyEvent, End, SeenEvent, Tile, UnknownEvent
-from domino_sdk.views import View
+from domino_sdk import wire
+from domino_sdk.bodies import (
+    AbortBody,
+    CreateBody,
+    DrawBody,
+    JoinBody,
+    MoveBody,
+    PassBody,
+    PlayBody,
+    ResignBody,
+    RulesBody,
+)
+from domino_sdk.model import AnyEvent, SeenEvent, UnknownEvent
 
 PROTOCOL = 1
 """The version of the gateway's protocol these types are."""
@@ -40,46 +57,74 @@ it, and every gateway since states it on every answer. (A request without it is 
 gateway's current version.)"""
 
 
-class Snapshot(msgspec.Struct, frozen=True, kw_only=True, tag="snapshot", tag_field="type"):
-    """The receiver's view at version ``id``, with its legal moves when it is its turn."""
-
-    id: int
-    match_id: str
-    seat: int | None
-    view: View | None  # None while the match waits for players
-    deadline: float | None = None  # seconds since the epoch, when it is this seat's turn
-    remaining_ms: int | None = None  # the same deadline, as milliseconds left when sent
-
-
-class EventLine(msgspec.Struct, frozen=True, kw_only=True, tag="event", tag_field="type"):
-    """Event number ``id`` of the match, redacted for its receiver (C8)."""
-
-    id: int
-    event: SeenEvent
-
-
-class TurnLine(msgspec.Struct, frozen=True, kw_only=True, tag="turn", tag_field="type"):
-    """The seat is to move at version ``id``: its view, whose ``legal`` lists its moves."""
-
-    id: int
-    view: View
-    deadline: float | None = None  # seconds since the epoch; None without deadlines
-    remaining_ms: int | None = None  # the same deadline, as milliseconds left when sent
-
-
-class Gap(msgspec.Struct, frozen=True, kw_only=True, tag="gap", tag_field="type"):
-    """A resumed stream no longer holds what came after ``after``: the lines ``after`` + 1 to
-    ``oldest`` - 1 are lost. What follows resyncs the receiver: on a seat's or the public
-    stream a snapshot, on the account stream a state line, on an arena's the oldest lines
-    kept. ``id`` is ``oldest`` - 1."""
-
-    id: int
-    after: int
-    oldest: int
-
-
-Line = Snapshot | EventLine | TurnLine | Gap
+Snapshot = wire.Snapshot
+"""The receiver's view at version ``id`` (``view`` None while the match waits for players),
+with its legal moves when it is its turn, and then its ``deadline`` (seconds since the epoch)
+and ``remaining_ms`` (the same deadline, as milliseconds left when sent)."""
+EventLine = wire.EventLine
+"""Event number ``id`` of the match, redacted for its receiver (C8)."""
+TurnLine = wire.TurnLine
+"""The seat is to move at version ``id``: its view, whose ``legal`` lists its moves, its
+``deadline`` (None without deadlines) and ``remaining_ms``."""
+Gap = wire.Gap
+"""A resumed stream no longer holds what came after ``after``: the lines ``after`` + 1 to
+``oldest`` - 1 are lost. What follows resyncs the receiver: on a seat's or the public
+stream a snapshot, on the account stream a state line, on an arena's the oldest lines
+kept. ``id`` is ``oldest`` - 1."""
+Line = wire.Line
 """Any line of a seat or spectator stream."""
+
+# -- the seat's socket (docs/protocol.md "Socket") ---------------------------------------------
+
+SocketLine = wire.SocketLine
+"""A line of the seat's stream, with its match and seat."""
+HelloFrame = wire.HelloFrame
+"""The first frame of a socket opened without an ``Authorization`` header: its token."""
+MoveFrame = wire.MoveFrame
+"""A move sent up the socket under ``key``, its Idempotency-Key."""
+MoveAccepted = wire.MoveAccepted
+"""The move sent under ``key`` is in the log at ``version``."""
+MoveRejected = wire.MoveRejected
+"""The referee refused the move sent under ``key``: ``reason``, ``rule``, ``message``."""
+MoveLimited = wire.MoveLimited
+"""A frame over a limit was not acted on: send it again after ``retry_after`` seconds."""
+MoveTimedOut = wire.MoveTimedOut
+"""No answer came for the move sent under ``key`` in time: send it again with that key."""
+SocketError = wire.SocketError
+"""A frame the gateway could not act on: ``error``, a code, and why; the socket stays open."""
+SocketFrame = wire.SocketFrame
+"""Any frame the seat's socket sends."""
+
+__all__ = [
+    "PROTOCOL",
+    "PROTOCOL_HEADER",
+    "UNSTATED",
+    "AbortBody",
+    "CreateBody",
+    "DrawBody",
+    "EventLine",
+    "Gap",
+    "HelloFrame",
+    "JoinBody",
+    "Line",
+    "MoveAccepted",
+    "MoveBody",
+    "MoveFrame",
+    "MoveLimited",
+    "MoveRejected",
+    "MoveTimedOut",
+    "PassBody",
+    "PlayBody",
+    "ResignBody",
+    "RulesBody",
+    "Snapshot",
+    "SocketError",
+    "SocketFrame",
+    "SocketLine",
+    "TurnLine",
+    "decode_event",
+    "decode_line",
+]
 
 
 # -- reading lines -----------------------------------------------------------------------------
@@ -98,9 +143,10 @@ class _Tagged(msgspec.Struct, frozen=True):
     type: str
 
 
-_LINE: msgspec.json.Decoder[Snapshot | _EventLineOnWire | TurnLine | Gap] = msgspec.json.Decoder(
-    Snapshot | _EventLineOnWire | TurnLine | Gap
+_ON_WIRE: Any = functools.reduce(
+    operator.or_, (_EventLineOnWire if t is EventLine else t for t in get_args(Line))
 )
+_LINE: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_ON_WIRE)
 _EVENT: msgspec.json.Decoder[AnyEvent] = msgspec.json.Decoder(AnyEvent)
 _TAG = msgspec.json.Decoder(_Tagged)
 _JSON = msgspec.json.Decoder()
@@ -132,7 +178,7 @@ def decode_line(data: bytes) -> Line | None:
     known line of the wrong shape.
     """
     try:
-        line = _LINE.decode(data)
+        line: Line | _EventLineOnWire = _LINE.decode(data)
     except msgspec.ValidationError:
         if _TAG.decode(data).type in LINE_TYPES:
             raise
@@ -140,78 +186,3 @@ def decode_line(data: bytes) -> Line | None:
     if isinstance(line, _EventLineOnWire):
         return EventLine(id=line.id, event=decode_event(line.event))
     return line
-
-
-# -- request bodies ----------------------------------------------------------------------------
-
-
-class _MoveBody(
-    msgspec.Struct, frozen=True, kw_only=True, tag_field="type", forbid_unknown_fields=True
-):
-    """What every move body shares: a ``type`` tag, and no field the gateway does not know."""
-
-
-class PlayBody(_MoveBody, frozen=True, tag="play_tile"):
-    """Play ``tile`` on ``end`` (no end for the lead, or when only one end fits)."""
-
-    tile: Tile
-    end: End | None = None
-    seat: int | None = None  # optional: when given it must be the token's seat
-
-
-class DrawBody(_MoveBody, frozen=True, tag="draw_tile"):
-    """Draw from the boneyard (Straight, S3)."""
-
-    seat: int | None = None
-
-
-class PassBody(_MoveBody, frozen=True, tag="pass_turn"):
-    """Pass (only with no legal play and nothing to draw)."""
-
-    seat: int | None = None
-
-
-class ResignBody(_MoveBody, frozen=True, tag="resign"):
-    """Concede the match for the seat's side; allowed at any time, on any turn."""
-
-    seat: int | None = None
-
-
-class AbortBody(_MoveBody, frozen=True, tag="abort"):
-    """Call the match off, unrated: only while the seat's side has made no move of its own."""
-
-    seat: int | None = None
-
-
-MoveBody = PlayBody | DrawBody | PassBody | ResignBody | AbortBody
-"""What a seat posts: a move exactly as its ``view.legal`` lists it, or resign / abort; the
-seat is optional."""
-
-
-class RulesBody(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Rule options of a new match; anything left out takes the family's default."""
-
-    family: str = "express"
-    players: int | None = None
-    partners: bool | None = None
-    top: int = 6
-    target: int | None = None
-    next_leader: str = "after_winner"
-    reveal_stock: bool = False
-
-
-class CreateBody(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A new match: by seat, the pool of house bots that plays it, or null for an open seat."""
-
-    seats: list[str | None]
-    rules: RulesBody = msgspec.field(default_factory=RulesBody)
-    names: list[str] | None = None
-    deadline_ms: int | None = None  # each turn's limit; None: the gateway's default
-    max_rounds: int | None = None  # end after this many rounds; None: the gateway's cap
-
-
-class JoinBody(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Take an open seat (the first open one when ``seat`` is left out) under ``name``."""
-
-    name: str | None = None
-    seat: int | None = None
