@@ -1,6 +1,7 @@
 """The SDK installs alone and plays: ``pip install services/sdk`` into an empty virtualenv
-brings httpx and msgspec and nothing of the server, and that virtualenv's Python plays a whole
-hosted match — the README's five-line bot and the two examples — against a real stack."""
+brings httpx and msgspec and nothing of the server, that virtualenv's Python reads a stream and
+socket frames the server's own structs encoded, and it plays a whole hosted match — the
+README's five-line bot and the two examples — against a real stack."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
+import msgspec
 import pytest
 
 from engine.verify import verify
@@ -65,13 +68,9 @@ def _readme_bot() -> str:
     return match.group(1)
 
 
-@pytest.mark.e2e
-def test_the_sdk_alone_in_a_fresh_virtualenv_plays_a_whole_match_as_an_outside_bot(
-    gateways: Gateways, tmp_path: Path
-) -> None:
-    """Installed from the source tree with pip (no cache kept), then three bots of that
-    virtualenv — the README's and both examples — play a four-seat match with a house bot
-    (on the session's stack, tests/conftest.py)."""
+def _sdk_alone(tmp_path: Path) -> tuple[str, dict[str, str]]:
+    """A fresh virtualenv with the SDK installed from the source tree by pip (no cache kept),
+    nothing else: its Python and the environment to run it in."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
     env["PIP_NO_CACHE_DIR"] = "1"
     # pip builds in the source folder (build/, *.egg-info): build a copy, keep the tree clean
@@ -83,6 +82,66 @@ def test_the_sdk_alone_in_a_fresh_virtualenv_plays_a_whole_match_as_an_outside_b
     python = str(venv / "bin" / "python")
     install = [python, "-m", "pip", "install", "--quiet", str(source)]
     subprocess.run(install, check=True, env=env, cwd=tmp_path, capture_output=True)
+    return python, env
+
+
+READER = """
+import json, sys
+import msgspec
+from domino_sdk.protocol import SocketFrame, decode_line
+frames = msgspec.json.Decoder(SocketFrame)
+for raw in open(sys.argv[1], "rb"):
+    kind, data = raw.split(b" ", 1)
+    line = decode_line(data) if kind == b"line" else frames.decode(data)
+    print(json.dumps([type(line).__name__, msgspec.to_builtins(line)]))
+"""
+
+
+@pytest.mark.service
+def test_the_sdk_alone_in_a_fresh_virtualenv_reads_a_stream_the_server_encoded(
+    tmp_path: Path,
+) -> None:
+    """Lines of whole matches as the gateway frames them, and socket frames, written by the
+    server's structs; the SDK alone reads each as the struct of that name, every field equal."""
+    from services.gateway import protocol
+    from tests.sdk.test_wire import MATCHES, played
+
+    recorded: list[tuple[str, Any]] = []
+    for rules, timeouts, stop, settings in MATCHES[:4]:
+        recorded += [("line", line) for line in played(rules, 1, timeouts, stop, settings)]
+    turn = next(line for kind, line in recorded if isinstance(line, protocol.TurnLine))
+    at = {"match_id": "m-1", "seat": 1}
+    recorded += [
+        ("frame", protocol.SocketLine(**at, line=turn)),
+        ("frame", protocol.MoveAccepted(**at, key="k", version=9, replayed=False)),
+        ("frame", protocol.SocketError(**at, error="bad_frame", message="not a frame")),
+    ]
+    stream = tmp_path / "stream"
+    with stream.open("wb") as out:
+        for kind, line in recorded:
+            out.write(kind.encode() + b" " + msgspec.json.encode(line) + b"\n")
+    python, env = _sdk_alone(tmp_path)
+    reader = tmp_path / "reader.py"
+    reader.write_text(READER)
+    done = subprocess.run(
+        [python, str(reader), str(stream)], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    read = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(read) == len(recorded)
+    for (name, fields), (_, line) in zip(read, recorded, strict=True):
+        assert name == type(line).__name__
+        assert fields == json.loads(msgspec.json.encode(line))
+
+
+@pytest.mark.e2e
+def test_the_sdk_alone_in_a_fresh_virtualenv_plays_a_whole_match_as_an_outside_bot(
+    gateways: Gateways, tmp_path: Path
+) -> None:
+    """Installed from the source tree with pip (no cache kept), then three bots of that
+    virtualenv — the README's and both examples — play a four-seat match with a house bot
+    (on the session's stack, tests/conftest.py)."""
+    python, env = _sdk_alone(tmp_path)
 
     requires = "import importlib.metadata as m, json; print(json.dumps(m.requires('domino-sdk')))"
     out = subprocess.run([python, "-c", requires], capture_output=True, check=True, env=env)
