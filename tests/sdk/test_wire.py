@@ -270,3 +270,44 @@ def test_the_sdks_names_for_literal_values_are_those_its_generated_structs_take(
     assert set(get_args(model.Family)) == values(wire.Rules, "family")
     assert set(get_args(model.NextLeader)) == values(wire.Rules, "next_leader")
     assert set(get_args(views.Phase)) == values(wire.View, "phase")
+
+
+LOBBY: list[tuple[Any, Any]] = [  # the account stream's structs the SDK keeps by hand
+    ("Account", "AccountInfo"),
+    ("Seek", "SeekInfo"),
+    ("Challenge", "ChallengeInfo"),
+    ("Challenger", "Challenger"),
+    ("Challenged", "Challenged"),
+    ("MatchLinks", "MatchLinks"),
+    ("SeatLinks", "SeatLinks"),
+    ("Registered", "Registered"),
+    ("Me", "Me"),
+    ("PlayLine", "PlayLine"),
+]
+
+
+@pytest.mark.parametrize(("sdk", "server"), LOBBY, ids=[s for s, _ in LOBBY])
+def test_every_field_the_sdks_lobby_structs_read_is_one_the_server_writes(
+    sdk: str, server: str
+) -> None:
+    """domino_sdk.lobby reads the account streams with structs of its own (more lenient: most
+    fields have defaults): each field it reads is one the generated struct has."""
+    from domino_sdk import lobby, wire
+
+    def names(struct: Any) -> set[str]:
+        return {f.encode_name for f in msgspec.structs.fields(struct)}
+
+    assert names(getattr(lobby, sdk)) <= names(getattr(wire, server))
+
+
+def test_every_account_event_the_sdk_reads_is_a_line_of_the_servers_account_stream() -> None:
+    """Same tags, and each field the SDK's account event requires is one the server's line has
+    (its base's ``id`` and ``ts`` have defaults: the state and gap lines have no ``ts``)."""
+    from domino_sdk import lobby, wire
+
+    ours = {t.__struct_config__.tag: t for t in get_args(lobby.AnyAccountEvent)}
+    theirs = {t.__struct_config__.tag: t for t in get_args(wire.AccountLine)}
+    assert set(ours) == set(theirs)
+    for tag, struct in ours.items():
+        mine = {f.encode_name for f in msgspec.structs.fields(struct) if f.required}
+        assert mine <= {f.encode_name for f in msgspec.structs.fields(theirs[tag])}, tag
