@@ -30,14 +30,14 @@ from typing import Any, cast
 import structlog
 
 from engine.game import evolve
-from engine.state import MatchState
-from engine.views import redact, view_for
+from engine.views import redact
 from events.codec import JSON, DecodeError
 from events.envelope import Envelope
 from events.errors import SchemaTooNew
-from events.model import AnyCommand, AnyEvent, MatchEnded, Rejection, RoundEnded, TurnTimedOut
+from services.gateway.feed import Feed, FeedUnavailable, Flight, Outcome
 from services.gateway.finished import Finished, Kept
-from services.gateway.protocol import EventLine, Gap, Snapshot, TurnLine, frame
+from services.gateway.protocol import EventLine, Gap, frame
+from services.gateway.subscribers import Subscriber, Waker, essential
 from services.redis.clock import ServerClock
 from services.redis.connection import Client
 from services.redis.lane import Lane
@@ -48,169 +48,21 @@ from services.transport.redis import cancelled_here, id_ms
 
 log = structlog.get_logger()
 
+__all__ = [
+    "YIELD_EVERY",
+    "Feed",
+    "FeedUnavailable",
+    "Flight",
+    "Hub",
+    "Outcome",
+    "Subscriber",
+    "Waker",
+    "essential",
+]
+
 LINGER_S = 30.0  # a feed nobody follows is kept this long, so a reconnect finds it warm
 YIELD_EVERY = 200  # a long log is folded or framed this many events at a time, the loop between
 CLOCK_EVERY_S = 10.0  # how often the server's clock is read again
-
-
-class FeedUnavailable(Exception):
-    """Raised when a match's log could not be read (Redis failed while loading it)."""
-
-
-class Subscriber:
-    """One open stream: framed lines waiting to be written, for one seat or a spectator."""
-
-    __slots__ = (
-        "_waiter",
-        "after",
-        "chunks",
-        "everything",
-        "finished",
-        "limit",
-        "overflow",
-        "seat",
-        "size",
-        "sse",
-        "until_turn",
-        "views",
-        "waker",
-    )
-
-    def __init__(
-        self,
-        seat: int | None,
-        sse: bool,
-        after: int,
-        limit: int,
-        everything: bool = True,
-        until_turn: bool = False,
-        waker: Waker | None = None,
-        views: bool = False,
-    ) -> None:
-        self.seat = seat
-        self.sse = sse
-        self.everything = everything  # every event, or only those :func:`essential` keeps
-        self.until_turn = until_turn  # the stream ends after its first turn line
-        self.views = views  # a snapshot after each batch of events, and at the end
-        self.after = after  # live events up to this version are not sent (resumed streams)
-        self.limit = limit
-        self.chunks: list[bytes] = []
-        self.size = 0
-        self.finished = False
-        self.overflow = False
-        self._waiter: asyncio.Future[None] | None = None
-        self.waker = waker  # one reader of many streams (the play stream) instead of its own
-
-    def push(self, data: bytes) -> None:
-        """Queue bytes for the client; a client too far behind is cut off (it will resume)."""
-        if self.finished:
-            return
-        self.chunks.append(data)
-        self.size += len(data)
-        if self.size > self.limit:
-            self.overflow = True
-            self.chunks.clear()
-            self.finish()
-            return
-        self._wake()
-
-    def finish(self) -> None:
-        """Nothing more will come: the writer sends what is queued and ends the response."""
-        self.finished = True
-        self._wake()
-
-    def push_turn(self, data: bytes) -> None:
-        """Queue a turn line; a stream opened ``until=turn`` ends with it."""
-        self.push(data)
-        if self.until_turn:
-            self.finish()
-
-    def _wake(self) -> None:
-        if self.waker is not None:
-            self.waker.wake(self)
-            return
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    async def take(self, timeout: float) -> bytes | None:
-        """Everything queued, at once; b"" after ``timeout`` with nothing to send; None at the
-        end."""
-        if not self.chunks and not self.finished:
-            self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                await _until(self._waiter, timeout)
-            finally:
-                self._waiter = None
-        return self.drain()
-
-    def drain(self) -> bytes | None:
-        """Everything queued now (b"" if nothing); None once finished with nothing left."""
-        if not self.chunks:
-            return None if self.finished else b""
-        data = self.chunks[0] if len(self.chunks) == 1 else b"".join(self.chunks)
-        self.chunks.clear()
-        self.size = 0
-        return data
-
-
-class Waker:
-    """One reader of many subscribers (the play stream: every seat of an account): it wakes
-    when any of them has something, and learns which."""
-
-    __slots__ = ("_waiter", "ready")
-
-    def __init__(self) -> None:
-        self.ready: dict[Subscriber, None] = {}  # in the order they woke
-        self._waiter: asyncio.Future[None] | None = None
-
-    def wake(self, sub: Subscriber) -> None:
-        """``sub`` has something queued, or has finished."""
-        self.ready[sub] = None
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    def poke(self) -> None:
-        """Wake the reader with no subscriber ready: something else wants its attention."""
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    async def wait(self, timeout: float) -> list[Subscriber]:
-        """The subscribers that woke, waiting up to ``timeout`` seconds for one."""
-        if not self.ready:
-            self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                await _until(self._waiter, timeout)
-            finally:
-                self._waiter = None
-        ready = list(self.ready)
-        self.ready.clear()
-        return ready
-
-
-def essential(event: AnyEvent, seat: int | None) -> bool:
-    """The events a stream with ``events=minimal`` still carries: the receiver's own timeouts
-    and the ends of rounds and of the match."""
-    if isinstance(event, TurnTimedOut):
-        return event.seat == seat
-    return isinstance(event, RoundEnded | MatchEnded)
-
-
-async def _until(waiter: asyncio.Future[None], timeout: float) -> None:
-    """Wait for ``waiter`` to be settled, or ``timeout`` seconds (a timer, not wait_for: no
-    task is made)."""
-    handle = asyncio.get_running_loop().call_later(timeout, _settle, waiter)
-    try:
-        await waiter
-    finally:
-        handle.cancel()
-
-
-def _settle(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
 
 
 def _fields(flat: Sequence[bytes] | dict[bytes, bytes] | None) -> dict[bytes, bytes]:
@@ -227,119 +79,6 @@ def _fields(flat: Sequence[bytes] | dict[bytes, bytes] | None) -> dict[bytes, by
 def _unknown(fut: asyncio.Future[Outcome]) -> None:
     if not fut.done():
         fut.set_result(Outcome())
-
-
-class Feed:
-    """A match followed by this gateway: its state folded from the log, and its receivers."""
-
-    __slots__ = (
-        "buffer",
-        "clock",
-        "deadline_at",
-        "idle_since",
-        "last_ts",
-        "loading",
-        "match_id",
-        "ready",
-        "state",
-        "subs",
-        "turn_sent",
-        "version",
-        "viewed",
-    )
-
-    def __init__(self, match_id: str, clock: ServerClock) -> None:
-        self.match_id = match_id
-        self.clock = clock
-        self.state: MatchState | None = None
-        self.version = 0
-        self.last_ts = 0.0  # when the last append was written, on the referee's clock
-        self.deadline_at: float | None = None  # the current turn's, on the server's clock
-        self.loading = True
-        self.ready = asyncio.Event()
-        self.buffer: list[Envelope] = []  # live entries that came while reading the log
-        self.subs: set[Subscriber] = set()
-        self.turn_sent = -1
-        self.viewed = -1  # the version the streams with views last had a snapshot of
-        self.idle_since = time.monotonic()
-
-    def deadline(self) -> float | None:
-        """When the current turn times out, on the Redis server's clock (the append that began
-        it set it from there); as the referee's clock said, for a turn whose deadline was not
-        found."""
-        state = self.state
-        if state is None or not state.deadline_ms or state.phase != "playing":
-            return None
-        if self.deadline_at is not None:
-            return self.deadline_at
-        return self.last_ts + state.deadline_ms / 1000
-
-    def view_line(
-        self, seat: int | None, sse: bool, snapshot: bool, any_turn: bool = False
-    ) -> bytes:
-        """The receiver's view now: a snapshot, or the turn line of the seat to move. A turn's
-        deadline is given both as a time and as the milliseconds left now: on the seat's own
-        turn, or (``any_turn``, streams with views) whoever's turn it is."""
-        state = self.state
-        if state is None:
-            line: Snapshot | TurnLine = Snapshot(id=0, match_id=self.match_id, seat=seat, view=None)
-            return frame(line, sse)
-        mine = state.phase == "playing" and (any_turn or (seat is not None and state.turn == seat))
-        deadline = self.deadline() if mine else None
-        left = None if deadline is None else max(0, round((deadline - self.clock.now()) * 1000))
-        view = view_for(state, seat)
-        if snapshot:
-            line = Snapshot(
-                id=self.version,
-                match_id=self.match_id,
-                seat=seat,
-                view=view,
-                deadline=deadline,
-                remaining_ms=left,
-            )
-        else:
-            line = TurnLine(id=self.version, view=view, deadline=deadline, remaining_ms=left)
-        return frame(line, sse)
-
-    @property
-    def my_turn_seat(self) -> int | None:
-        """The seat to move, while a round is being played."""
-        state = self.state
-        return state.turn if state is not None and state.phase == "playing" else None
-
-    @property
-    def over(self) -> bool:
-        """The match has ended."""
-        return self.state is not None and self.state.phase == "over"
-
-
-class Outcome:
-    """What became of a command: accepted at ``version`` (``replayed`` when it was an earlier
-    copy of it that was applied: this one changed nothing), rejected, or — neither — unknown:
-    no answer came in time."""
-
-    __slots__ = ("rejection", "replayed", "version")
-
-    def __init__(
-        self,
-        version: int | None = None,
-        rejection: Rejection | None = None,
-        replayed: bool = False,
-    ) -> None:
-        self.version = version
-        self.rejection = rejection
-        self.replayed = replayed
-
-
-class Flight:
-    """A command on its way from this gateway: what it asks, and its outcome once known. A
-    copy of it posted meanwhile (the same id) waits for this outcome instead of being sent."""
-
-    __slots__ = ("command", "outcome")
-
-    def __init__(self, command: AnyCommand, outcome: asyncio.Future[Outcome]) -> None:
-        self.command = command
-        self.outcome = outcome
 
 
 class Hub:
