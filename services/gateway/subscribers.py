@@ -130,6 +130,12 @@ class Waker:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
+    def wait_now(self) -> list[Subscriber]:
+        """The subscribers that woke since the last look, without waiting."""
+        ready = list(self.ready)
+        self.ready.clear()
+        return ready
+
     async def wait(self, timeout: float) -> list[Subscriber]:
         """The subscribers that woke, waiting up to ``timeout`` seconds for one."""
         if not self.ready:
