@@ -46,7 +46,7 @@ from events.model import AnyEvent, Move
 from events.upcast import UPCASTERS
 from events.wire import Rejected, TurnMessage
 from services.cli import sdkgen
-from services.gateway import lobby_protocol, protocol
+from services.gateway import channel_wire, lobby_protocol, protocol
 from services.gateway.protocol import PROTOCOL
 from services.projections.projector import Summary
 
@@ -250,11 +250,13 @@ def stored_roots() -> dict[str, Any]:
 
 def wire_roots() -> dict[str, Any]:
     """The wire shapes: every struct and tagged union of them that the gateway's protocol
-    modules declare (its lines and answers, the SDK's request bodies it re-exports, and the
-    lobby's bodies, answers and lines), the summary GET /matches lists, and the unions of the
-    events and of the moves a view lists (the SDK's ``AnyEvent`` and ``Move``)."""
-    homes = {protocol.__name__, lobby_protocol.__name__, *SDK_HOMES}
+    modules declare (its lines and answers, the SDK's request bodies it re-exports, the
+    lobby's bodies, answers and lines, and the account channel's frames), the summary GET
+    /matches lists, and the unions of the events and of the moves a view lists (the SDK's
+    ``AnyEvent`` and ``Move``)."""
+    homes = {protocol.__name__, lobby_protocol.__name__, channel_wire.__name__, *SDK_HOMES}
     roots = _declared(protocol, homes) | _declared(lobby_protocol, homes)
+    roots |= _declared(channel_wire, homes)
     roots["Summary"] = Summary
     roots["AnyEvent"] = AnyEvent
     roots["Move"] = Move

@@ -83,7 +83,7 @@ from services.gateway.protocol import (
     TooLargeError,
     TurnLine,
 )
-from services.gateway.resources import OPERATIONS
+from services.gateway.resources import OPERATIONS, channel
 from services.gateway.spec import REF, answer, coded, error, listed, ref
 from services.lobby.arena import FORMATS
 from services.lobby.seeks import KINDS
@@ -147,6 +147,7 @@ _STRUCTS: list[Any] = [
     MoveLimited,
     MoveTimedOut,
     SocketError,
+    *channel.STRUCTS,  # the account channel
 ]
 
 
@@ -192,6 +193,7 @@ def _schemas() -> dict[str, Any]:
         ],
         "discriminator": {"propertyName": "type"},
     }
+    components |= channel.components()
     components["MinimalEventLine"] = {
         "description": "An event line of a stream opened with events=minimal",
         "allOf": [

@@ -48,7 +48,7 @@ def test_each_declared_operation_is_one_route_and_one_operation_of_the_document(
         assert paths[op.path][op.method.lower()]["summary"] == op.summary
 
 
-def test_the_hot_paths_and_the_seat_socket_are_served_as_declared() -> None:
+def test_the_hot_paths_and_the_sockets_are_served_as_declared() -> None:
     app = built()
     fast = {op.route for op in OPERATIONS if op.fast}
     assert fast == {
@@ -57,13 +57,16 @@ def test_the_hot_paths_and_the_seat_socket_are_served_as_declared() -> None:
         f"{API}/account/play",
     }
     assert len(app.fast) == len(fast)
-    (socket,) = [op for op in OPERATIONS if op.socket is not None]
-    assert (socket.method, socket.path) == ("GET", SOCKET)
-    assert len(app.sockets) == 1
+    sockets = [(op.method, op.path) for op in OPERATIONS if op.socket is not None]
+    assert sockets == [("GET", SOCKET), ("GET", f"{API}/account/socket")]
+    assert len(app.sockets) == 2
     regex, _, _ = app.sockets[0]
     assert regex.match(f"{API}/matches/m-1/seats/0/socket")
     assert not regex.match(f"{API}/matches/m-1/seats/x/socket")  # a seat is a number
-    assert "101" in openapi()["paths"][SOCKET]["get"]["responses"]
+    account, _, _ = app.sockets[1]
+    assert account.match(f"{API}/account/socket")
+    for _, path in sockets:
+        assert "101" in openapi()["paths"][path]["get"]["responses"]
 
 
 def test_a_declaration_spells_its_route_with_its_convertors_and_documents_its_body() -> None:

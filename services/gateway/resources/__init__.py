@@ -12,6 +12,8 @@ URL (after /api/v1)                                module
 /matches/{id}/stream, /matches/{id}/replay         :mod:`.spectators`
 /accounts..., /account, /account/token,            :mod:`.accounts`
 /account/stream, /account/play
+/account/socket (a WebSocket), and the account     :mod:`.channel`
+channel of /account/stream?play=1
 /challenges...                                     :mod:`.challenges`
 /seeks...                                          :mod:`.seeks`
 /arenas...                                         :mod:`.arenas`
@@ -31,6 +33,7 @@ from services.gateway.resources import (
     accounts,
     arenas,
     challenges,
+    channel,
     matches,
     operations,
     players,
@@ -46,6 +49,7 @@ OPERATIONS: tuple[Operation, ...] = (
     *players.OPERATIONS,
     *operations.OPERATIONS,
     *accounts.OPERATIONS,
+    *channel.OPERATIONS,
     *challenges.OPERATIONS,
     *seeks.OPERATIONS,
     *arenas.OPERATIONS,

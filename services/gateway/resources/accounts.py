@@ -19,6 +19,7 @@ import msgspec
 import structlog
 
 from services.gateway import spec
+from services.gateway.channel import channel_stream, wants_play
 from services.gateway.commands import Gateway
 from services.gateway.declare import Operation
 from services.gateway.http import ApiError, Request, Response, decode_body
@@ -26,6 +27,7 @@ from services.gateway.hub import FeedUnavailable, Hub, Subscriber, Waker
 from services.gateway.live import POLL_S, LiveResponse, gap_line, sse_event, sse_seat
 from services.gateway.lobby_protocol import RegisterBody
 from services.gateway.protocol import API
+from services.gateway.resources import channel
 from services.lobby.accounts import Account, AccountError
 from services.projections.accounts import AccountFeeds
 
@@ -125,7 +127,10 @@ async def issue(gw: Gateway, request: Request) -> Response:
 
 
 async def events(gw: Gateway, request: Request) -> LiveResponse:
-    """GET /account/stream: the account's events, resumable after an event id."""
+    """GET /account/stream: the account's events, resumable after an event id; with
+    ``play=1``, the account channel (services/gateway/channel.py)."""
+    if wants_play(request):
+        return await channel_stream(gw, request)
     account = await gw.account(request)
     after = gw.resume_point(request)
     sse = gw.wants_sse(request)
@@ -405,6 +410,7 @@ OPERATIONS = (
             spec.after("an event id of the account, no state line"),
             spec.LAST_EVENT_ID,
             spec.FORMAT,
+            *channel.STREAM_PARAMS,
         ],
         answers=spec.as_account(
             {
@@ -415,7 +421,11 @@ OPERATIONS = (
                     "its `id` is the line's and `event` its type",
                     "AccountLine",
                 ),
-                "400": _BAD_RESUME,
+                "400": spec.error(
+                    "a resume point or cursor that is none, or beyond what exists",
+                    "bad_resume",
+                    channel.BAD_CURSOR,
+                ),
                 "422": _BAD_FORMAT,
                 "429": spec.limited(
                     "streams_per_account", 1.0, "player_streams_per_client", "auth_failures"

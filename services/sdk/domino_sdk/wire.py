@@ -11,7 +11,7 @@ imported; domino_sdk.model, domino_sdk.views and domino_sdk.protocol document wh
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -23,11 +23,23 @@ class AccountAnswer(msgspec.Struct, frozen=True, kw_only=True):
     account: AccountInfo
 
 
+class AccountFrame(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="account"):
+    cursor: str
+    line: dict[str, Any]
+
+
 class AccountInfo(msgspec.Struct, frozen=True, kw_only=True):
     banned: bool
     created: float
     id: str
     name: str
+
+
+class AccountMoveFrame(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="move"):
+    key: str
+    match_id: str
+    move: MoveBody
+    seat: int
 
 
 class AccountState(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="state"):
@@ -241,6 +253,30 @@ class Challenged(msgspec.Struct, frozen=True, kw_only=True):
 class Challenger(msgspec.Struct, frozen=True, kw_only=True):
     id: str
     name: str
+
+
+class ChannelError(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="error"):
+    error: str
+    message: str
+    key: str | None = None
+    match_id: str | None = None
+    seat: int | None = None
+
+
+class ChannelLimited(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="limited"):
+    limit: str
+    message: str
+    retry_after: float
+    key: str | None = None
+    match_id: str | None = None
+    seat: int | None = None
+
+
+class ChannelLine(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="line"):
+    cursor: str
+    line: Line
+    match_id: str
+    seat: int
 
 
 class Created(msgspec.Struct, frozen=True, kw_only=True):
@@ -808,6 +844,7 @@ ArenaLine = (
     | ArenaStarted
     | Gap
 )
+ChannelFrame = AccountFrame | ChannelLine
 Line = EventLine | Gap | Snapshot | TurnLine
 Move = DrawTile | PassTurn | PlayTile
 SocketFrame = MoveAccepted | MoveLimited | MoveRejected | MoveTimedOut | SocketError | SocketLine
