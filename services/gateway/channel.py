@@ -9,9 +9,11 @@ the account stream with ``play=1`` (:func:`channel_stream`) carry the same frame
 The cursor is ``F`` or ``F,M:S:V,M:S:V...``: F the last feed id sent, then, for each seat
 followed, its match, seat and the last version sent of it. A seat joins the cursor, at 0,
 with the frame that makes it followed (the ``state`` frame for the live seats, or its
-match's ``match_started``), and leaves it with its ``match_ended`` line. Resumed, each seat
-of the cursor sends its events after V (as a seat stream resumed after V would), and the
-feed its lines after F, a ``match_started`` among them following its match from event 1.
+match's ``match_started``), and leaves it with its ``match_ended`` line; a seat whose line
+is sent moves to the cursor's end. Resumed, the feed sends its lines after F (a
+``match_started`` among them following its match from event 1), and each seat of the cursor,
+in the cursor's order (the least recently sent first, so that a client cut again and again
+still hears from every seat), its events after V, as a seat stream resumed after V would.
 
 A seat's lines are the hub's, framed once for every stream of that seat's view (C8): a frame
 is the line's bytes spliced into a head and a tail, never decoded and encoded again.
@@ -285,7 +287,7 @@ class Channel:
         """The frames ready now, waiting up to ``timeout`` seconds for one ([] if none came);
         raises :class:`Ended` when the channel cannot go on exactly."""
         loop = asyncio.get_running_loop()
-        if not self.out:
+        if not self.out and loop.time() < self.look_at:
             ready = await self.waker.wait(min(timeout, POLL_S))
         else:
             ready = self.waker.wait_now()
@@ -341,10 +343,8 @@ class Channel:
                 if not line:
                     continue
                 version, ended = _read_head(line)
-                if ended:
-                    seats.pop(key, None)
-                elif key in seats:
-                    seats[key] = version
+                if seats.pop(key, None) is not None and not ended:
+                    seats[key] = version  # last in the cursor: the least recently sent first
                 self._dirty = True
                 cursor = self.cursor()
                 self.out.append(
