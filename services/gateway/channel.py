@@ -176,6 +176,7 @@ class Channel:
         self.followed: dict[Subscriber, Followed] = {}
         self.keys: set[tuple[str, int]] = set()  # the seats with a subscriber
         self.retry: set[tuple[str, int]] = set()  # seats whose feed could not be read yet
+        self.over: set[tuple[str, int]] = set()  # seats whose match_ended this channel sent
         self.out: list[Frame] = []
         self.look_at = 0.0
         self._text = b""  # the cursor as last encoded, and whether it still is
@@ -240,8 +241,7 @@ class Channel:
         """Where things stand: the state frame (every live seat joins the cursor at 0 with
         it), then each live seat followed from its snapshot."""
         gw, account = self.gw, self.account
-        latest = await gw.feeds.last(account.id)
-        live = await gw.feeds.live(account.id)
+        latest, live = await _where(gw.feeds, account.id)
         waiting = [
             c.public()
             for c in await gw.challenges.mine(account)
@@ -259,6 +259,8 @@ class Channel:
         for match_id in live:
             for seat in await gw.seats_of(account, match_id):
                 key = (match_id, seat)
+                if key in self.over:
+                    continue  # its end was sent: it is still live only until its finish is told
                 if key not in self.seats and len(self.seats) < CURSOR_SEATS:
                     self.seats[key] = 0
                     self._dirty = True
@@ -322,6 +324,8 @@ class Channel:
                 event = _STARTED.decode(data)
                 for seat in event.seats:
                     key = (event.match_id, seat)
+                    if key in self.over:
+                        continue  # its end was sent already
                     if key not in self.seats and len(self.seats) < CURSOR_SEATS:
                         self.seats[key] = 0
                         started.append(key)
@@ -345,6 +349,8 @@ class Channel:
                 version, ended = _read_head(line)
                 if seats.pop(key, None) is not None and not ended:
                     seats[key] = version  # last in the cursor: the least recently sent first
+                if ended:
+                    self.over.add(key)
                 self._dirty = True
                 cursor = self.cursor()
                 self.out.append(
@@ -373,6 +379,16 @@ class Channel:
         """Unsubscribe every seat (the connection ended)."""
         for sub in list(self.followed):
             self._drop(sub)
+
+
+async def _where(feeds: AccountFeeds, account_id: str) -> tuple[int, list[str]]:
+    """The account feed's latest id and its live matches, read at one instant: a match's
+    start adds it to both at once, so a match is either live here or started after the id."""
+    pipe = feeds.redis.pipeline(transaction=True)
+    pipe.hget(feeds.keys.account(account_id), "feed")
+    pipe.smembers(feeds.keys.account_live(account_id))
+    last, live = await pipe.execute()
+    return int(last or 0), sorted(m.decode() for m in live)
 
 
 def _read_head(line: bytes) -> tuple[int, bool]:

@@ -132,3 +132,39 @@ def test_a_client_cut_again_and_again_reads_every_frame_once_as_an_uncut_one_doe
         assert events == [line for line in theirs[key] if line["type"] == "event"]
         assert [e["id"] for e in events] == list(range(1, len(g.log(key[0])) + 1))
         assert events[-1]["event"]["type"] == "match_ended"
+
+
+def test_a_fresh_channel_snapshots_the_live_seats_and_a_cut_after_its_state_resumes_them_whole(
+    gateways: Gateways,
+) -> None:
+    """A match live when the channel opens fresh: the state frame names it in its cursor at
+    version 0, then its seat's snapshot, under a cursor at the snapshot's version. A client
+    cut right after that state frame resumes with its cursor and gets the
+    match from its first event, each once, to its end."""
+    g = gateways
+    _, token = register(g.url, unique("live"))
+    match_id = challenge_house(g.url, token)
+    wait_for_version(g, match_id, 2)
+    fresh, cut = Reader(), Reader()
+
+    def state_only(r: Reader, frame: Frame, n: int) -> bool:
+        return r.connections == 1  # the first connection ends after its first frame
+
+    async def run() -> None:
+        await socket_session(g.url, token, fresh, lambda r, f, n: n == 2, lambda r: False)
+        while match_id not in cut.ended():
+            await socket_session(g.url, token, cut, state_only, lambda r: match_id in r.ended())
+
+    asyncio.run(asyncio.wait_for(run(), 90))
+    state = fresh.frames[0]
+    assert state["line"]["type"] == "state" and state["line"]["live"] == [match_id]
+    assert state["cursor"] == f"{state['line']['id']},{match_id}:0:0"
+    snapshot = fresh.frames[1]
+    assert (snapshot["type"], snapshot["line"]["type"]) == ("line", "snapshot")
+    assert snapshot["cursor"] == f"{state['line']['id']},{match_id}:0:{snapshot['line']['id']}"
+    assert cut.frames[0]["cursor"] == state["cursor"]
+    lines = cut.seat_lines()[(match_id, 0)]
+    assert lines[0]["type"] == "event" and lines[0]["id"] == 1  # no snapshot: from event 1
+    check_exact(g, token, cut, {match_id})
+    events = [line for line in lines if line["type"] == "event"]
+    assert [e["id"] for e in events] == list(range(1, len(g.log(match_id)) + 1))
