@@ -80,7 +80,7 @@ _UP = msgspec.json.Decoder(_Up)
 
 
 class Host(StreamHost, Protocol):
-    """What the account socket needs of the gateway (services/gateway/app.py's Gateway)."""
+    """What the account socket needs of the gateway (services/gateway/commands.py's Gateway)."""
 
     moves: RateLimit
 

@@ -100,7 +100,7 @@ def _bad(message: str) -> ApiError:
 
 
 class Host(Protocol):
-    """What the channel needs of the gateway (services/gateway/app.py's Gateway)."""
+    """What the channel needs of the gateway (services/gateway/commands.py's Gateway)."""
 
     config: GatewaySettings
 
@@ -174,7 +174,6 @@ class Channel:
         self.fed = 0
         self.seats: dict[tuple[str, int], int] = {}  # the cursor's seats, in the order followed
         self.followed: dict[Subscriber, Followed] = {}
-        self.keys: set[tuple[str, int]] = set()  # the seats with a subscriber
         self.retry: set[tuple[str, int]] = set()  # seats whose feed could not be read yet
         self.over: set[tuple[str, int]] = set()  # seats whose match_ended this channel sent
         self.out: list[Frame] = []
@@ -229,7 +228,6 @@ class Channel:
         self.retry.discard(key)
         sub, version = hub.subscribe(feed, key[1], False, after, self.everything, waker=self.waker)
         self.followed[sub] = Followed(key, sub)
-        self.keys.add(key)
         if after is not None:
             first = await hub.backlog(feed, sub, after, version)
             if first:
@@ -366,9 +364,8 @@ class Channel:
             raise Ended("too_slow" if sub.overflow else "resume")
 
     def _drop(self, sub: Subscriber) -> None:
+        """Stop following a seat: its subscriber leaves its feed."""
         followed = self.followed.pop(sub, None)
-        if followed is not None:
-            self.keys.discard(followed.key)
         feed = self.gw.hub.feeds.get(followed.key[0]) if followed is not None else None
         if feed is not None:
             self.gw.hub.unsubscribe(feed, sub)
