@@ -37,6 +37,7 @@ from tests.gateway.account_channel import (
 from tests.gateway.conftest import (
     PLAY_LIMITS,
     Gateways,
+    create,
     free_port,
     states_by_version,
     wait_for_version,
@@ -113,6 +114,59 @@ def test_an_account_plays_two_matches_over_its_socket_seeing_only_its_seats(
             )
             > 10
         )
+
+
+def test_one_account_plays_both_partner_seats_over_its_socket_each_seeing_only_its_own(
+    gateways: Gateways,
+) -> None:
+    """Seats 0 and 2 of a four-player match held by one account, played over one socket:
+    each seat's frames are its own stream's — events 1..n as that seat sees them — and no
+    frame of seat 0 shows a tile of seat 2's hand, nor the other way round (C8: one account,
+    two views)."""
+    g = gateways
+    _, token = register(g.url, unique("pair"))
+    match_id = create(
+        g.url,
+        [None, "random", None, "greedy"],
+        rules={"family": "express", "players": 4, "target": 20},
+    )
+    reader = Reader()
+
+    def both_ended(r: Reader) -> bool:
+        lines = r.seat_lines()
+        return all(
+            any(line.get("event", {}).get("type") == "match_ended" for line in lines.get(k, []))
+            for k in ((match_id, 0), (match_id, 2))
+        )
+
+    async def run() -> None:
+        async def take_seats() -> None:
+            await asyncio.sleep(0.3)
+            for seat in (0, 2):
+                r = await asyncio.to_thread(
+                    httpx.post,
+                    f"{g.url}{API}/matches/{match_id}/join",
+                    json={"seat": seat},
+                    headers=auth(token),
+                    timeout=30,
+                )
+                assert r.status_code == 201, r.text
+
+        joining = asyncio.create_task(take_seats())
+        await socket_session(g.url, token, reader, never, both_ended)
+        await joining
+
+    asyncio.run(asyncio.wait_for(run(), 120))
+    log = g.log(match_id)
+    states = states_by_version(log)
+    assert set(reader.seat_lines()) == {(match_id, 0), (match_id, 2)}
+    check_exact(g, token, reader, {match_id})
+    for (_, seat), lines in reader.seat_lines().items():
+        events = [line for line in lines if line["type"] == "event"]
+        assert [e["id"] for e in events] == list(range(1, len(log) + 1))
+        body = b"\n".join(json.dumps(line).encode() for line in lines)
+        assert check(f"account socket, seat {seat}", seat, "/stream", body, states, log) > 5
+    assert {o["type"] for o in reader.answers} == {"accepted"}, reader.answers
 
 
 # -- hostile input -----------------------------------------------------------------------------
