@@ -39,6 +39,7 @@ from services.lobby.accounts import Account
 from services.lobby.challenges import Challenges
 from services.lobby.seeks import Seeks
 from services.projections.accounts import AccountFeeds
+from services.redis.lua import LuaScript
 
 log = structlog.get_logger()
 
@@ -378,13 +379,19 @@ class Channel:
             self._drop(sub)
 
 
+WHERE = LuaScript(
+    """
+-- KEYS: the account's hash, its live set. The feed's latest id, and the live matches.
+return {redis.call('HGET', KEYS[1], 'feed'), redis.call('SMEMBERS', KEYS[2])}
+"""
+)
+
+
 async def _where(feeds: AccountFeeds, account_id: str) -> tuple[int, list[str]]:
     """The account feed's latest id and its live matches, read at one instant: a match's
     start adds it to both at once, so a match is either live here or started after the id."""
-    pipe = feeds.redis.pipeline(transaction=True)
-    pipe.hget(feeds.keys.account(account_id), "feed")
-    pipe.smembers(feeds.keys.account_live(account_id))
-    last, live = await pipe.execute()
+    keys = [feeds.keys.account(account_id), feeds.keys.account_live(account_id)]
+    last, live = await WHERE(feeds.redis, keys, [])
     return int(last or 0), sorted(m.decode() for m in live)
 
 

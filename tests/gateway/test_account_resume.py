@@ -27,7 +27,7 @@ from tests.gateway.conftest import Gateways, wait_for_version
 from tests.gateway.test_account_socket import challenge_house
 from tests.gateway.test_accounts import auth, register, unique
 
-pytestmark = pytest.mark.service
+pytestmark = [pytest.mark.service, pytest.mark.both_topologies]
 
 Session = Callable[[str, str, Reader, Cut, Callable[[Reader], bool]], Awaitable[None]]
 
