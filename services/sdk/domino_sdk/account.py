@@ -1,9 +1,10 @@
-"""The HTTP client of an account: register, rotate, challenge, seek, follow and play.
+"""The client of an account: register, rotate, challenge, seek, follow and play.
 
 An account token (``dab_...``) speaks for the account and opens every seat it holds. Like the
 seat client, this one survives the network: the account stream resumes after the last event
 id it saw, the play stream reconnects (each connection starts every live match afresh, with a
-snapshot and the turn), a 429 waits as long as the gateway says, and a move is posted with an
+snapshot and the turn), the account's socket (:meth:`AccountClient.socket`) resumes after the
+last cursor it read, a 429 waits as long as the gateway says, and a move is sent with an
 Idempotency-Key so one sent twice is applied once.
 """
 
@@ -33,6 +34,7 @@ from domino_sdk.lobby import (
 )
 from domino_sdk.model import Move
 from domino_sdk.protocol import AbortBody, MoveBody, ResignBody, RulesBody
+from domino_sdk.socket import AccountSocket, check_transport
 
 log = logging.getLogger(__name__)
 _ENCODER = msgspec.json.Encoder()
@@ -103,6 +105,7 @@ class AccountClient:
         retries: int = 8,
         read_timeout: float = 35.0,
         reconnects: int = 120,
+        transport: str = "auto",
     ) -> None:
         if not is_account_token(token):
             raise ValueError("an account token starts with 'dab_'; this looks like a seat token")
@@ -110,7 +113,9 @@ class AccountClient:
         self._auth = {"authorization": f"Bearer {token}"}
         self.read_timeout = read_timeout
         self.reconnects = reconnects  # failed connections in a row before a stream gives up
+        self.transport = check_transport(transport)
         self.dropped = 0  # how often the streams have reconnected
+        self._socket: AccountSocket | None = None
 
     async def _call(
         self, method: str, path: str, body: Any = None, ok: int = 200
@@ -268,11 +273,30 @@ class AccountClient:
         self.dropped += 1
         log.info("account stream dropped; reconnecting")
 
+    def socket(self, events: str = "all") -> AccountSocket:
+        """The account's socket, to :meth:`~domino_sdk.socket.AccountSocket.open`: the events
+        of the account stream and the lines of every seat it holds, on one connection under
+        one cursor (a cut resumes exactly where it was), and the moves of all its seats up
+        (:meth:`move` sends them there while it is open). ``events="minimal"`` as for
+        :meth:`play`."""
+        self._socket = AccountSocket(
+            self._http.base,
+            self._auth,
+            everything=events != "minimal",
+            attempts=self.reconnects,
+            retries=self._http.retries,
+        )
+        return self._socket
+
     # -- moves ---------------------------------------------------------------------------------
 
     async def move(self, match_id: str, seat: int, move: Move | MoveBody, key: str) -> MoveResult:
         """Post a move for a seat this account holds; raise MoveRejected when the referee
-        refuses it, GatewayError for anything else that is not an acceptance."""
+        refuses it, GatewayError for anything else that is not an acceptance. Sent up the
+        account's socket while it is open, else posted."""
+        socket = self._socket
+        if socket is not None and not socket.over:
+            return await socket.move(match_id, seat, move, key)
         path = f"{API}/matches/{match_id}/seats/{seat}/moves"
         return await self._http.move(path, self._auth, move, key)
 
@@ -286,5 +310,7 @@ class AccountClient:
         return await self.move(match_id, seat, AbortBody(), key=f"abort-{seat}")
 
     async def aclose(self) -> None:
-        """Close the connection pool (if the client created it)."""
+        """Close the socket and the connection pool (if the client created it)."""
+        if self._socket is not None:
+            await self._socket.aclose()
         await self._http.aclose()

@@ -36,6 +36,7 @@ from domino_sdk.lobby import Challenge, MatchFinished, SeenAccountEvent
 from domino_sdk.model import MatchEnded, Move, SeenEvent
 from domino_sdk.protocol import EventLine, Gap, MoveBody
 from domino_sdk.session import AccountSession
+from domino_sdk.socket import Transport
 from domino_sdk.views import View
 
 log = logging.getLogger(__name__)
@@ -44,7 +45,8 @@ _SESSION: contextvars.ContextVar[AccountSession] = contextvars.ContextVar("domin
 
 class Bot(abc.ABC):
     """An external bot: one seat of one match (:meth:`run`), or every match of an account at
-    once (:meth:`run_account`), played over HTTP."""
+    once (:meth:`run_account`), played over the gateway's socket (over HTTP where it has
+    none, or when asked: ``transport="http"``)."""
 
     name = "bot"
     max_matches = 4
@@ -131,6 +133,7 @@ class Bot(abc.ABC):
         max_matches: int | None = None,
         accept_from: Collection[str] | None = None,
         client: httpx.AsyncClient | None = None,
+        transport: Transport = "auto",
     ) -> list[MatchFinished]:
         """Play as the account of ``token`` (``dab_...``): every match it is in, at once.
 
@@ -138,14 +141,15 @@ class Bot(abc.ABC):
         how many matches to start in all before taking no more (None: until :meth:`stop`);
         ``max_matches``: the cap of live matches (default the class's); ``accept_from``: the
         accounts whose challenges :meth:`accept` takes (``["*"]``: anyone's; default the
-        class's, nobody's). Returns the matches finished, in order, once every one started has
-        finished.
+        class's, nobody's); ``transport``: ``"auto"`` (the account's socket, or HTTP where
+        the gateway has none), ``"socket"`` or ``"http"``. Returns the matches finished, in
+        order, once every one started has finished.
         """
         if accept_from is not None:
             if isinstance(accept_from, str):
                 raise TypeError("accept_from is a collection of names: ['OtherBot'], or ['*']")
             self.accept_from = frozenset(accept_from)
-        account = AccountClient(url, token, client=client)
+        account = AccountClient(url, token, client=client, transport=transport)
         cap = self.max_matches if max_matches is None else max_matches
         session = AccountSession(self, account, seek=seek, games=games, max_matches=cap)
         self._session = session
@@ -166,6 +170,7 @@ class Bot(abc.ABC):
         games: int | None = None,
         max_matches: int | None = None,
         accept_from: Collection[str] | None = None,
+        transport: Transport = "auto",
     ) -> list[MatchFinished]:
         """:meth:`play_account`, blocking."""
         _log_at_info_unless_configured()
@@ -178,18 +183,26 @@ class Bot(abc.ABC):
                     games=games,
                     max_matches=max_matches,
                     accept_from=accept_from,
+                    transport=transport,
                 )
             )
 
     # -- one seat --------------------------------------------------------------------------------
 
     async def play(
-        self, url: str, token: str, *, client: httpx.AsyncClient | None = None
+        self,
+        url: str,
+        token: str,
+        *,
+        client: httpx.AsyncClient | None = None,
+        transport: Transport = "auto",
     ) -> MatchEnded | None:
-        """Play the token's seat until the match ends; return how it ended."""
+        """Play the token's seat until the match ends; return how it ended. ``transport``:
+        ``"auto"`` (the seat's socket, or HTTP where the gateway has none), ``"socket"`` or
+        ``"http"``."""
         if is_account_token(token):
             raise ValueError("an account token plays every seat of the account: play_account()")
-        seat_client = SeatClient(url, token, client=client)
+        seat_client = SeatClient(url, token, client=client, transport=transport)
         try:
             match_id, seat = await seat_client.whoami()
             where = f"{self.name} in {match_id} seat {seat}"
@@ -220,7 +233,8 @@ class Bot(abc.ABC):
                 except MoveRejected as e:  # e.g. the turn timed out just before
                     log.warning("%s: move rejected (%s): %s", where, e.reason, e)
                 except GatewayError as e:
-                    if e.code != "idempotency_key_reused":  # answered by an earlier run
+                    # answered by an earlier run; or the socket closed at the match's end
+                    if e.code not in ("idempotency_key_reused", "socket_closed"):
                         raise
             winner = None if result is None else result.winner
             log.debug("%s: match over, won by side %s", where, winner)
@@ -228,11 +242,11 @@ class Bot(abc.ABC):
         finally:
             await seat_client.aclose()
 
-    def run(self, url: str, token: str) -> MatchEnded | None:
+    def run(self, url: str, token: str, *, transport: Transport = "auto") -> MatchEnded | None:
         """Play until the match ends (blocking); return how it ended."""
         _log_at_info_unless_configured()
         with asyncio.Runner(loop_factory=_fastest_loop()) as runner:
-            return runner.run(self.play(url, token))
+            return runner.run(self.play(url, token, transport=transport))
 
 
 def _log_at_info_unless_configured() -> None:

@@ -15,18 +15,15 @@ import asyncio
 import contextlib
 import logging
 import random
-import ssl
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import msgspec
 
 from domino_sdk.model import MatchEnded, Move
 from domino_sdk.protocol import (
-    PROTOCOL,
     PROTOCOL_HEADER,
     UNSTATED,
     CreateBody,
@@ -38,87 +35,27 @@ from domino_sdk.protocol import (
     RulesBody,
     decode_line,
 )
+from domino_sdk.transport import (
+    _SPOKEN,
+    MOVE_PATIENCE_S,
+    RETRYABLE,
+    _tls,
+)
+from domino_sdk.transport import GatewayError as GatewayError
+from domino_sdk.transport import MoveRejected as MoveRejected
+from domino_sdk.transport import MoveResult as MoveResult
+from domino_sdk.transport import ProtocolMismatch as ProtocolMismatch
+from domino_sdk.transport import StreamClosed as StreamClosed
+
+if TYPE_CHECKING:
+    from domino_sdk.socket import SeatSocket
 
 log = logging.getLogger(__name__)
 API = "/api/v1"
 _ENCODER = msgspec.json.Encoder()
 _JSON = {"content-type": "application/json"}
-_SPOKEN = {PROTOCOL_HEADER: str(PROTOCOL)}
-"""What every request carries: the version of the protocol this SDK speaks."""
-RETRYABLE = frozenset({502, 503, 504})
 TIMEOUT = httpx.Timeout(15.0, connect=5.0)
 _TIMEOUTS = {"timeout": TIMEOUT.as_dict()}
-
-
-@cache
-def _tls() -> ssl.SSLContext:
-    """One TLS context for every client: loading the CA bundle takes ~50 ms each time."""
-    return ssl.create_default_context()
-
-
-class GatewayError(Exception):
-    """Raised for an answer the client cannot act on: its HTTP ``status``, the JSON ``body``
-    and the error ``code`` in it (e.g. ``unauthorized``, ``wrong_seat``)."""
-
-    def __init__(self, status: int, body: dict[str, Any]) -> None:
-        self.status = status
-        self.body = body
-        self.code = str(body.get("error", "http_error"))
-        super().__init__(f"{status} {self.code}: {body.get('message', '')}")
-
-
-class MoveRejected(GatewayError):
-    """Raised when the referee refused a move: ``reason`` and ``rule`` say why (C-rules)."""
-
-    @property
-    def reason(self) -> str:
-        """The engine's reason code, e.g. ``not_your_turn``."""
-        return str(self.body.get("reason", ""))
-
-    @property
-    def rule(self) -> str:
-        """The rule the move broke, e.g. ``C4``."""
-        return str(self.body.get("rule", ""))
-
-
-class StreamClosed(GatewayError):
-    """Raised when the gateway ended a stream because the token it was opened with ended:
-    ``code`` says how (``token_rotated``, ``token_revoked``, ``token_reissued``,
-    ``account_banned``, ``seat_ended``). That token opens nothing more, so the stream is not
-    opened again with it."""
-
-    def __init__(self, body: dict[str, Any]) -> None:
-        super().__init__(403 if body.get("reason") == "account_banned" else 401, body)
-        self.code = str(body.get("reason", "closed"))
-
-
-class ProtocolMismatch(GatewayError):
-    """Raised when an answer states (``Domino-Protocol``) a version of the protocol other than
-    the one this SDK speaks, before anything of it is read: a gateway older or newer than the
-    SDK, or one refusing the SDK's version (400 ``unsupported_protocol``). ``sdk`` is this
-    SDK's version, ``gateway`` the header as the gateway sent it; ``status`` the answer's."""
-
-    def __init__(self, status: int, gateway: str) -> None:
-        self.sdk = PROTOCOL
-        self.gateway = gateway
-        message = (
-            f"the gateway speaks version {gateway!r} of the protocol, this SDK version "
-            f"{PROTOCOL}: {_advice(gateway)}"
-        )
-        super().__init__(status, {"error": "unsupported_protocol", "message": message})
-
-
-def _advice(gateway: str) -> str:
-    """What to do about a gateway stating ``gateway``: upgrade the SDK, or find a gateway."""
-    canonical = gateway.isascii() and gateway.isdigit() and len(gateway) <= 6
-    if not canonical or str(int(gateway)) != gateway:  # "01" and "1.0" are no version 1
-        return "its answers are none this SDK can read"
-    if int(gateway) > PROTOCOL:
-        return f"upgrade domino-sdk to one that speaks version {int(gateway)}"
-    return (
-        f"the gateway is older than this SDK: use a domino-sdk that speaks version "
-        f"{int(gateway)}, or a newer gateway"
-    )
 
 
 def _check_protocol(response: httpx.Response) -> None:
@@ -133,9 +70,6 @@ def _check_protocol(response: httpx.Response) -> None:
 
 
 _CLOSED = b'{"type":"closed"'
-MOVE_PATIENCE_S = 30.0
-"""How long a move is tried again while the gateway cannot be reached: its key makes every
-try one move, and a move that arrives before its turn's deadline still counts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,15 +79,6 @@ class Seat:
     match_id: str
     seat: int
     token: str
-
-
-@dataclass(frozen=True, slots=True)
-class MoveResult:
-    """An accepted move: the match version of its first event; ``replayed`` if an earlier
-    request with the same key had already been applied."""
-
-    version: int
-    replayed: bool
 
 
 def _body(response: httpx.Response) -> dict[str, Any]:
@@ -424,14 +349,19 @@ class SeatClient:
         client: httpx.AsyncClient | None = None,
         retries: int = 8,
         read_timeout: float = 35.0,
+        transport: str = "auto",
     ) -> None:
+        from domino_sdk.socket import check_transport  # it builds on this module
+
         self._http = _Http(url, client, retries, 5.0)
         self._auth = {"authorization": f"Bearer {token}"}
         self.read_timeout = read_timeout
+        self.transport = check_transport(transport)
         self.match_id: str | None = None
         self.seat: int | None = None
         self.last_id: int | None = None  # the last event id seen: where a reconnect resumes
         self.reconnects = 0
+        self._socket: SeatSocket | None = None
 
     async def whoami(self) -> tuple[str, int]:
         """The match and seat this token plays."""
@@ -456,6 +386,62 @@ class SeatClient:
         """
         if after is not None:
             self.last_id = after
+        if self.transport != "http":
+            over = await self._over_socket(events)
+            if over is not None:
+                async with contextlib.aclosing(over):
+                    async for line in over:
+                        yield line
+                if self._socket is not None:
+                    return  # the match is over
+        async with contextlib.aclosing(self._over_http(events)) as over_http:
+            async for line in over_http:
+                yield line
+
+    async def _over_socket(self, events: str) -> AsyncGenerator[Line, None] | None:
+        """The seat's lines over its socket, or None when there is none (404, 405, 426) and
+        the client may play over HTTP. A socket that is no longer there when it is opened
+        again ends the lines with ``_socket`` None: the rest come over HTTP."""
+        from domino_sdk.socket import SeatSocket, SocketUnavailable, fall_back
+
+        if self.match_id is None or self.seat is None:
+            await self.whoami()
+        assert self.match_id is not None and self.seat is not None
+        socket = SeatSocket(
+            self._http.base,
+            self.match_id,
+            self.seat,
+            self._auth,
+            after=self.last_id,
+            everything=events != "minimal",
+            attempts=self._http.retries * 4,
+            retries=self._http.retries,
+        )
+        try:
+            await socket.open()
+        except SocketUnavailable as e:
+            fall_back(self.transport, e, f"{self.match_id} seat {self.seat}")
+            return None
+        self._socket = socket
+
+        async def lines() -> AsyncGenerator[Line, None]:
+            items = socket.items()
+            try:
+                async for line in items:
+                    self.last_id = line.id
+                    yield line
+            except SocketUnavailable as e:  # opened again, through a proxy without the upgrade
+                fall_back(self.transport, e, f"{self.match_id} seat {self.seat}")
+                self.last_id = socket.last_id  # every line read was yielded before this
+                self._socket = None
+            finally:
+                self.reconnects += socket.reconnects
+                await items.aclose()
+
+        return lines()
+
+    async def _over_http(self, events: str) -> AsyncGenerator[Line, None]:
+        """The seat's lines over its NDJSON stream."""
 
         def params() -> dict[str, str]:
             if self.last_id is None:
@@ -487,11 +473,17 @@ class SeatClient:
     async def move(self, move: Move | MoveBody, key: str) -> MoveResult:
         """Post a move (an entry of ``view.legal``, or a body without the seat); raise
         MoveRejected when the referee refuses it, GatewayError for anything else that is not
-        an acceptance."""
+        an acceptance. Sent up the seat's socket while the lines come over it."""
+        socket = self._socket
+        if socket is not None and not socket.over:
+            assert self.match_id is not None and self.seat is not None  # known: it is open
+            return await socket.move(self.match_id, self.seat, move, key)
         return await self._http.move(self._path("moves"), self._auth, move, key)
 
     async def aclose(self) -> None:
-        """Close the connection pool (if the client created it)."""
+        """Close the socket and the connection pool (if the client created it)."""
+        if self._socket is not None:
+            await self._socket.aclose()
         await self._http.aclose()
 
 

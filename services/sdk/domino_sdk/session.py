@@ -1,12 +1,15 @@
-"""An account at play: every match it is in played at once, over two connections.
+"""An account at play: every match it is in played at once, over one connection.
 
-:class:`AccountSession` is what ``Bot.run_account`` runs. It follows the account stream —
+:class:`AccountSession` is what ``Bot.run_account`` runs. It follows the account's events —
 answering challenges by the bot's policy, counting matches as they start and finish, keeping a
-seek in the queue while it has games to play — and the play stream, where every seat the
-account holds has a worker of its own: each turn line wakes it, it asks the bot for a move and
-posts it, while the other seats go on. A turn seen twice (a reconnect starts every match again
-with a snapshot and the turn) is answered once; a move refused with a 429 waits as long as the
-gateway says and is sent again, unless the turn has passed meanwhile.
+seek in the queue while it has games to play — and the lines of every seat the account holds,
+each seat with a worker of its own: each turn line wakes it, it asks the bot for a move and
+sends it, while the other seats go on. Both come over the account's socket, under one cursor,
+and the moves go up it; over HTTP (the account stream, the play stream and POST /moves) when
+the gateway has no socket or the client asks for HTTP. A turn seen twice (a reconnect of the
+play stream starts every match again with a snapshot and the turn) is answered once; a move
+refused with a 429 waits as long as the gateway says and is sent again, unless the turn has
+passed meanwhile.
 """
 
 from __future__ import annotations
@@ -22,7 +25,6 @@ from typing import Any, Protocol, TypeVar
 import httpx
 
 from domino_sdk.account import AccountClient
-from domino_sdk.client import RETRYABLE, GatewayError, MoveRejected, ProtocolMismatch
 from domino_sdk.lobby import (
     Account,
     AccountGap,
@@ -38,6 +40,8 @@ from domino_sdk.lobby import (
 )
 from domino_sdk.model import MatchEnded, Move, SeenEvent
 from domino_sdk.protocol import EventLine, Gap, MoveBody
+from domino_sdk.socket import AccountSocket, SocketLost, SocketUnavailable, fall_back
+from domino_sdk.transport import RETRYABLE, GatewayError, MoveRejected, ProtocolMismatch
 from domino_sdk.views import View
 
 log = logging.getLogger(__name__)
@@ -128,15 +132,14 @@ class AccountSession:
         matches finished meanwhile, in order. Raises GatewayError when the gateway refuses
         the account (401, 403), and the transport error when a stream cannot reconnect."""
         self.account = (await self.client.me()).account
-        follow = asyncio.create_task(self._follow())
-        play = asyncio.create_task(self._play())
+        streams = asyncio.create_task(self._streams())
         done = asyncio.create_task(self._done.wait())
         try:
-            ended, _ = await asyncio.wait({follow, play, done}, return_when=asyncio.FIRST_COMPLETED)
+            ended, _ = await asyncio.wait({streams, done}, return_when=asyncio.FIRST_COMPLETED)
             for task in ended:
                 task.result()  # a stream that gave up raises here
         finally:
-            tasks = [follow, play, done, *self._tasks]
+            tasks = [streams, done, *self._tasks]
             tasks += [s.task for s in self.seats.values() if s.task is not None]
             for task in tasks:
                 task.cancel()
@@ -177,6 +180,44 @@ class AccountSession:
     def _check_done(self) -> None:
         if self._stopping() and not self.live:
             self._done.set()
+
+    # -- the connections ------------------------------------------------------------------------
+
+    async def _streams(self) -> None:
+        """Follow the account and play its seats: over the account's socket, one connection
+        for everything, unless the client asks for HTTP or the gateway has no socket; then
+        over the account stream and the play stream."""
+        follows = getattr(self.bot, "follows_events", True)
+        transport = self.client.transport
+        if transport != "http":
+            socket = self.client.socket("all" if follows else "minimal")
+            try:
+                await socket.open()
+                await self._over_socket(socket)
+                return
+            except SocketUnavailable as e:
+                fall_back(transport, e, self.account.name if self.account else "the account")
+        await _race(self._follow(), self._play())
+
+    async def _over_socket(self, socket: AccountSocket) -> None:
+        """Every frame of the socket: a seat's line handed to its seat at once, an account
+        event to the follower, in order (answering a challenge must not hold up the turns)."""
+        events: asyncio.Queue[SeenAccountEvent] = asyncio.Queue()
+
+        async def read() -> None:
+            items = socket.items()
+            async with contextlib.aclosing(items):
+                async for item in items:
+                    if isinstance(item, PlayLine):
+                        self._route(item)
+                    else:
+                        events.put_nowait(item)
+
+        async def follow() -> None:
+            while True:
+                await self._on_account_event(await events.get())
+
+        await _race(read(), follow())
 
     # -- the account stream --------------------------------------------------------------------
 
@@ -387,7 +428,7 @@ class AccountSession:
                 else:
                     log.warning("%s: move not taken: %s", seat, e)
                     return
-            except httpx.TransportError as e:
+            except (httpx.TransportError, SocketLost) as e:
                 log.info("%s: move not sent (%r); trying again", seat, e)
                 wait = _backoff(attempt)
             if seat.turn is not None and seat.turn.version > view.version:
@@ -405,6 +446,19 @@ def _backoff(attempt: int) -> float:
     """Exponential backoff with jitter, capped at 5 s."""
     delay: float = min(5.0, 0.05 * 2.0**attempt)
     return delay * (0.5 + random.random() / 2)
+
+
+async def _race(*work: Coroutine[Any, Any, None]) -> None:
+    """Run ``work`` at once until the first of it ends; cancel the rest; raise what it raised."""
+    tasks = [asyncio.create_task(w) for w in work]
+    try:
+        ended, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in ended:
+            task.result()
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _hook(call: Callable[..., T], *args: object, failed: T) -> T:
