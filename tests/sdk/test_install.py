@@ -145,7 +145,8 @@ def test_the_sdk_alone_in_a_fresh_virtualenv_plays_a_whole_match_as_an_outside_b
 
     requires = "import importlib.metadata as m, json; print(json.dumps(m.requires('domino-sdk')))"
     out = subprocess.run([python, "-c", requires], capture_output=True, check=True, env=env)
-    assert sorted(r.split(">")[0] for r in json.loads(out.stdout)) == ["httpx", "msgspec"]
+    needs = sorted(r.split(">")[0] for r in json.loads(out.stdout))
+    assert needs == ["httpx", "msgspec", "websockets"]
     loaded = _loaded_by(python, "domino_sdk.bot, domino_sdk.examples.heaviest", tmp_path, env)
     assert "domino_sdk" in loaded and "httpx" in loaded
     assert not loaded & SERVER

@@ -32,7 +32,7 @@ from domino_sdk import (
     Snapshot,
     View,
 )
-from domino_sdk import client as sdk_client
+from domino_sdk import transport as sdk_transport
 from domino_sdk.account import AccountClient, register
 from domino_sdk.model import Move
 
@@ -88,6 +88,8 @@ def stand() -> Iterator[Stand]:
     stand = Stand()
 
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # as a gateway answers (a socket's handshake needs it)
+
         def _serve(self) -> None:
             length = int(self.headers.get("content-length") or 0)
             self.rfile.read(length)
@@ -123,7 +125,7 @@ async def every_call(url: str) -> list[Any]:
     """One of each kind of call the SDK makes, through each of its clients; what each read."""
     got: list[Any] = []
     lobby = LobbyClient(url, retries=0)
-    seat = SeatClient(url, "t", retries=0)
+    seat = SeatClient(url, "t", retries=0)  # its lines over the socket, or HTTP (404 here)
     account = AccountClient(url, "dab_x", retries=0)
     try:
         got.append(await lobby.matches())
@@ -147,10 +149,13 @@ async def every_call(url: str) -> list[Any]:
 
 
 async def test_every_request_the_sdk_makes_names_version_1(stand: Stand) -> None:
-    """Reads, writes, a stream, a move, registering: all through one place, all named."""
+    """Reads, writes, a socket's handshake, a stream, a move, registering: all named."""
     got = await every_call(stand.url)
     assert len(got) == 9 and isinstance(got[4], Snapshot) and isinstance(got[5], MoveResult)
-    assert len(stand.requests) == 9
+    assert len(stand.requests) == 10
+    assert [p for _, p, _ in stand.requests if p.endswith("/socket")] == [
+        f"/api/v1/matches/{MATCH}/seats/1/socket"
+    ]
     for method, path, headers in stand.requests:
         assert headers.get(HEADER) == "1", (method, path, headers)
     assert PROTOCOL == 1
@@ -217,7 +222,7 @@ async def test_a_stream_in_another_version_raises_before_its_first_line(
     """A seat's stream stating another version: not one line is handed to the bot, and the
     stream is not opened again and again as a dropped one would be."""
     stand.stated = stated
-    seat = SeatClient(stand.url, "t", retries=0)
+    seat = SeatClient(stand.url, "t", retries=0, transport="http")
     seat.match_id, seat.seat = MATCH, 1
     lines: list[Any] = []
     try:
@@ -229,6 +234,25 @@ async def test_a_stream_in_another_version_raises_before_its_first_line(
     mismatch(error, stated, 200)
     assert lines == []
     assert len(stand.requests) == 1
+
+
+@pytest.mark.parametrize("stated", ["2", "abc"])
+async def test_a_sockets_handshake_in_another_version_raises_and_is_not_taken_for_no_socket(
+    stand: Stand, stated: str
+) -> None:
+    """The socket's handshake answered 404 stating another version: ProtocolMismatch with the
+    handshake's status, not a quiet fall back to a stream of that version."""
+    stand.stated = stated
+    seat = SeatClient(stand.url, "t", retries=0)
+    seat.match_id, seat.seat = MATCH, 1
+    try:
+        with pytest.raises(ProtocolMismatch) as error:
+            async for _ in seat.lines():
+                pytest.fail("a line was read from a gateway of another version")
+    finally:
+        await seat.aclose()
+    mismatch(error, stated, 404)
+    assert [p for _, p, _ in stand.requests] == [f"/api/v1/matches/{MATCH}/seats/1/socket"]
 
 
 async def test_a_refusal_or_a_retryable_answer_in_another_version_is_raised_at_once(
@@ -275,8 +299,8 @@ async def test_the_real_gateway_refuses_an_sdk_of_another_version_and_it_raises(
     """An SDK of version 2 (its version patched in) against the real gateway: the gateway reads
     the header the SDK sends and refuses it (400, not a 200 it would answer a request without
     the header), stating 1; the SDK raises on that answer — a read, a stream, registering."""
-    monkeypatch.setattr(sdk_client, "PROTOCOL", 2)
-    monkeypatch.setattr(sdk_client, "_SPOKEN", {HEADER: "2"})
+    monkeypatch.setattr(sdk_transport, "PROTOCOL", 2)
+    monkeypatch.setitem(sdk_transport._SPOKEN, HEADER, "2")  # the one dict every request reads
     match_id = create(gateways.url, ["random", None], deadline_ms=60_000)
     seat_no, token = join(gateways.url, match_id)
     lobby = LobbyClient(gateways.url, retries=0)
