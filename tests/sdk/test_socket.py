@@ -242,13 +242,16 @@ async def challenged_match(
     b_bot: Bot,
     transport: Any,
     b_url: str | None = None,
+    a_client: httpx.AsyncClient | None = None,
 ) -> tuple[list[Any], list[Any]]:
     """``a`` challenges ``b`` to one short match, both bots playing it as their accounts (b
     through ``b_url`` when given); what each run returned."""
     b_run = asyncio.create_task(
         b_bot.play_account(b_url or url, b[1], games=1, accept_from=[a[0]], transport=transport)
     )
-    a_run = asyncio.create_task(a_bot.play_account(url, a[1], games=1, transport=transport))
+    a_run = asyncio.create_task(
+        a_bot.play_account(url, a[1], games=1, transport=transport, client=a_client)
+    )
     client = AccountClient(url, a[1], transport="http")
     try:
         await client.challenge([b[0]], rules=SHORT)
@@ -261,15 +264,23 @@ async def challenged_match(
 async def test_two_account_bots_play_a_whole_match_over_the_account_socket(
     gateways: Gateways,
 ) -> None:
-    """Each account's seats, events and moves over its one socket: each bot sees every event
-    of the match once and is asked each turn once."""
+    """Each account's seats, events and moves over its one socket (by default: no stream is
+    read and no move posted over HTTP): each bot sees every event of the match once and is
+    asked each turn once."""
     url = gateways.url
     a, b = await two_accounts(url)
     if not await has_account_socket(url, a[1]):
         pytest.skip("this gateway has no account socket")
-    a_bot, b_bot = Recorder(), Recorder()
-    a_done, b_done = await challenged_match(url, a, b, a_bot, b_bot, "socket")
+    a_bot, b_bot, requests = Recorder(), Recorder(), Requests()
+    try:
+        a_done, b_done = await challenged_match(
+            url, a, b, a_bot, b_bot, "auto", a_client=requests.client
+        )
+    finally:
+        await requests.client.aclose()
     assert len(a_done) == len(b_done) == 1 and a_done[0].match_id == b_done[0].match_id
+    # no stream read and no move posted over HTTP: the account itself, and its seeks left
+    assert not [r for r in requests.seen if "stream" in r or "play" in r or "moves" in r]
     match_id = a_done[0].match_id
     for bot in (a_bot, b_bot):
         events = bot.events[match_id]
