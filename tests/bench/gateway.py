@@ -16,15 +16,22 @@ each of SEATS accounts holds one seat of every match and follows all its seats o
 connections with a minimal HTTP/1.1 client (tests/bench/http1.py). Its figure is the gateway's
 own CPU time per move.
 
+A third, ``gateway.socket``, plays that same workload with the SDK's own account bot
+(``Bot.play_account``, transport ``socket``): each account's seats, events and moves over its
+one account socket, the SEATS bots in one process. Its figures are the gateway's CPU time per
+move and the SDK's (the bots' process), against the same in-process reference.
+
 DOMINO_BENCH_PROFILE=sample (or cprofile) runs the gateway under tests/bench/profiled.py,
-profiling the cheap players' measured window; the report goes to DOMINO_BENCH_PROFILE_OUT
-(default: gateway-profile.txt in the current directory).
+profiling the cheap players' measured window (DOMINO_BENCH_PROFILE_LINE=socket: the socket
+line's, and the SDK bots' process too, sampled); the report goes to DOMINO_BENCH_PROFILE_OUT
+(default: gateway-profile.txt in the current directory), the SDK's beside it (``.sdk.txt``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import multiprocessing
 import os
 import random
@@ -42,6 +49,8 @@ import msgspec
 import redis
 import uvloop
 from domino_sdk import Bot
+from domino_sdk import Move as SdkMove
+from domino_sdk import View as SdkView
 
 from engine.rules import Rules
 from engine.strategy import RandomStrategy
@@ -55,7 +64,7 @@ from services.logs import configure
 from services.redis.connection import node_client
 from services.store.keys import Keys
 from services.transport.redis import RedisTransport
-from tests.bench import http1
+from tests.bench import http1, profiled
 from tests.support.redis_env import redis_server
 
 MATCHES = 50
@@ -152,7 +161,10 @@ def run() -> Iterator[dict[str, Any]]:
                 inprocess = uvloop.run(_inprocess(url, settings, meter))
                 http = _over_http(base, meter)
                 profiled = stack.processes["gateway"] if profile else None
-                cheap = _accounts(base, port, meter, profiled)
+                line = os.environ.get("DOMINO_BENCH_PROFILE_LINE", "accounts")
+                cheap = _accounts(base, port, meter, profiled if line != "socket" else None)
+                sdk_out = f"{profile}.sdk.txt" if profile and line == "socket" else None
+                sockets = _over_sockets(base, meter, profiled if sdk_out else None, sdk_out)
                 if profile:
                     stack.stop()
                     print(f"gateway profile: {profile}", file=sys.stderr)
@@ -189,6 +201,23 @@ def run() -> Iterator[dict[str, Any]]:
         "gateway_sys_ms_per_move": cheap.cpu.pop("gateway:sys", None),  # of which in the kernel
         "cpu_ms_per_move": cheap.cpu,
         "failed_moves": cheap.failed,
+    }
+    yield {
+        "bench": "gateway.socket",
+        "matches": MATCHES,
+        "accounts": SEATS,
+        "connections": SEATS,
+        "moves_per_s": round(sockets.rate),
+        "inprocess_moves_per_s": round(inprocess.rate),
+        "ratio": round(sockets.rate / inprocess.rate, 3),
+        "gateway_cpu_ms_per_move": sockets.cpu.get("gateway"),
+        "sdk_cpu_ms_per_move": sockets.cpu.get("sdk"),
+        "p50_ms": sockets.p(0.5),
+        "p99_ms": sockets.p(0.99),
+        "failed_moves": sockets.failed,
+        "gateway_sys_ms_per_move": sockets.cpu.pop("gateway:sys", None),
+        "cpu_ms_per_move": sockets.cpu,
+        **({"error": sockets.error} if sockets.error else {}),
     }
 
 
@@ -238,14 +267,22 @@ class Measured:
     """Moves a second, the gaps between a match's moves, and CPU ms per move by process."""
 
     def __init__(
-        self, rate: float, gaps: list[float], cpu: dict[str, float], failed: int = 0
+        self,
+        rate: float,
+        gaps: list[float],
+        cpu: dict[str, float],
+        failed: int = 0,
+        error: str | None = None,
     ) -> None:
         self.rate = rate
         self.gaps = sorted(gaps)
         self.cpu = cpu
         self.failed = failed  # moves not answered 200
+        self.error = error  # why a line's players could not play, if they could not
 
-    def p(self, q: float) -> float:
+    def p(self, q: float) -> float | None:
+        if not self.gaps:
+            return None
         return round(1000 * self.gaps[min(len(self.gaps) - 1, int(len(self.gaps) * q))], 2)
 
 
@@ -307,8 +344,33 @@ def _accounts(
 ) -> Measured:
     """The same matches played by SEATS accounts, each holding one seat of every match and
     playing them all over one play stream, with cheap clients (see :func:`_players`)."""
+    tokens, matches = _account_matches(base)
+    if PLAYER_PROCESSES != 1:
+        raise ValueError("every account's seats are played by one process")
+    try:
+        return _external(_players, [(port, tokens)], "players", meter, profiled)
+    finally:
+        _cancel(base, matches)
+
+
+def _over_sockets(
+    base: str, meter: CpuMeter, profiled: subprocess.Popen[bytes] | None, sdk_out: str | None
+) -> Measured:
+    """The same workload as :func:`_accounts` (new accounts, new matches), played by the SDK's
+    account bots over the account's socket, all in one process (see :func:`_sdk_bots`)."""
+    tokens, matches = _account_matches(base)
+    try:
+        return _external(_sdk_bots, [(base, tokens, sdk_out)], "sdk", meter, profiled)
+    finally:
+        _cancel(base, matches)
+
+
+def _account_matches(base: str) -> tuple[list[str], list[str]]:
+    """SEATS new accounts and MATCHES matches, each account holding one seat of every match:
+    the accounts' tokens and the matches' ids."""
     rules = {"family": "express", "players": SEATS, "target": RULES.target}
-    names = ("alice", "bruno", "carla", "dmitri", "elena", "farid")[:SEATS]
+    stems = ("alice", "bruno", "carla", "dmitri", "elena", "farid")[:SEATS]
+    names = [f"{n}{random.randrange(16**6):06x}" for n in stems]  # new ones for each line
     matches: list[str] = []
     with httpx.Client(base_url=base, timeout=30.0) as http:
         tokens = [http.post("/api/v1/accounts", json={"name": n}).json()["token"] for n in names]
@@ -323,12 +385,7 @@ def _accounts(
                 )
                 joined.raise_for_status()
             matches.append(match_id)
-    if PLAYER_PROCESSES != 1:
-        raise ValueError("every account's seats are played by one process")
-    try:
-        return _external(_players, [(port, tokens)], "players", meter, profiled)
-    finally:
-        _cancel(base, matches)
+    return tokens, matches
 
 
 def _external(
@@ -342,7 +399,7 @@ def _external(
     from ``start_at`` for MEASURE_S: moves a second, their gaps and CPU per move by process
     (the processes started here summed as ``kind``)."""
     context = multiprocessing.get_context("spawn")
-    results: multiprocessing.Queue[tuple[int, list[float], int]] = context.Queue()
+    results: multiprocessing.Queue[tuple[Any, ...]] = context.Queue()
     start_at = time.time() + BOT_STARTUP_S + WARMUP_S
     workers = [
         context.Process(target=target, args=(*a, start_at, results), daemon=True) for a in args
@@ -358,12 +415,13 @@ def _external(
     after = meter.sample()
     if profiled is not None:
         profiled.send_signal(signal.SIGUSR2)
-    moves, gaps, failed = 0, [], 0
+    moves, gaps, failed, errors = 0, [], 0, []
     for _ in workers:
-        n, g, f = results.get(timeout=60)
+        n, g, f, *error = results.get(timeout=60)
         moves += n
         gaps += g
         failed += f
+        errors += [e for e in error if e]
     for w in workers:
         w.join(timeout=10)
     cpu: dict[str, float] = {}
@@ -371,7 +429,8 @@ def _external(
         if k in before and k != "bots":
             name = kind if k.startswith(f"{kind}-") else k
             cpu[name] = cpu.get(name, 0.0) + 1000 * (after[k] - before[k]) / max(moves, 1)
-    return Measured(moves / MEASURE_S, gaps, {k: round(v, 3) for k, v in cpu.items()}, failed)
+    rounded = {k: round(v, 3) for k, v in cpu.items()}
+    return Measured(moves / MEASURE_S, gaps, rounded, failed, "; ".join(errors) or None)
 
 
 def _cancel(base: str, matches: list[str]) -> None:
@@ -496,6 +555,89 @@ async def _cheap(port: int, tokens: list[str], start_at: float) -> tuple[int, li
     finally:
         for transport, _ in streams:
             transport.close()
+
+
+class _Failures(logging.Handler):
+    """Counts the moves the SDK's session logs as not taken (rejected, or refused) while the
+    clock records."""
+
+    def __init__(self, clock: Clock) -> None:
+        super().__init__(logging.WARNING)
+        self.clock = clock
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.clock.recording and "move" in record.getMessage():
+            self.count += 1
+
+
+class _SeatBot(Bot):
+    """One seat of an SDK account bot: a random legal move (as the cheap players choose),
+    noting the time per match."""
+
+    def __init__(self, clock: Clock, match: str, choose: Any) -> None:
+        self.clock = clock
+        self.match = match
+        self.pick = choose
+
+    def choose(self, view: SdkView) -> SdkMove:
+        self.clock.tick(self.match)
+        move: SdkMove = self.pick(view.legal)
+        return move
+
+
+class _AccountBot(_SeatBot):
+    """The account's bot: it hands each seat to a :class:`_SeatBot` of its match."""
+
+    def for_match(self, match_id: str, seat: int) -> Bot:
+        return _SeatBot(self.clock, match_id, self.pick)
+
+
+def _sdk_bots(
+    base: str,
+    tokens: list[str],
+    sdk_out: str | None,
+    start_at: float,
+    results: multiprocessing.Queue[tuple[Any, ...]],
+) -> None:
+    """A process of SDK account bots, one per token, each over its account's socket; record
+    from ``start_at`` for MEASURE_S, report (sampled to ``sdk_out`` if given)."""
+    configure("warning")
+    results.put(uvloop.run(_play_accounts(base, tokens, start_at, sdk_out)))
+
+
+async def _play_accounts(
+    base: str, tokens: list[str], start_at: float, sdk_out: str | None
+) -> tuple[int, list[float], int, str | None]:
+    clock = Clock()
+    failures = _Failures(clock)
+    logging.getLogger("domino_sdk.session").addHandler(failures)
+    choose = random.Random(7).choice
+    bots = [_AccountBot(clock, "", choose) for _ in tokens]
+    tasks = [
+        asyncio.create_task(bot.play_account(base, token, transport="socket"))
+        for bot, token in zip(bots, tokens, strict=True)
+    ]
+    sampler = profiled.Sampler() if sdk_out else None
+    try:
+        await asyncio.sleep(max(0.0, start_at - time.time()))
+        clock.recording = True
+        if sampler is not None:
+            sampler.start()
+        await asyncio.sleep(MEASURE_S)
+        if sampler is not None:
+            sampler.stop()
+        clock.recording = False
+        ended = [t for t in tasks if t.done()]
+        error = next((repr(t.exception()) for t in ended if t.exception() is not None), None)
+        return clock.moves, clock.gaps, failures.count, error
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if sampler is not None and sdk_out is not None:
+            with open(sdk_out, "w") as f:
+                f.write(sampler.report())
 
 
 def _free_port() -> int:
