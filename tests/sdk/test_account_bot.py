@@ -282,12 +282,14 @@ async def test_an_account_bot_resigns_a_match_when_asked(gateways: Gateways) -> 
     assert (q_end.reason, q_end.result, s_end.result) == ("resigned", "loss", "win")
 
 
+@pytest.mark.parametrize("transport", ["socket", "http"])
 async def test_an_account_bot_finishes_its_match_through_a_gateway_killed_mid_match(
-    gateways: Gateways, caplog: pytest.LogCaptureFixture
+    gateways: Gateways, caplog: pytest.LogCaptureFixture, transport: str
 ) -> None:
-    """Both streams drop with the gateway; the bots reconnect to its successor on the same
-    port, the account stream resuming after its last event, the play stream starting each
-    match again with a snapshot and the turn."""
+    """The connections drop with the gateway; the bots reconnect to its successor on the same
+    port: the account's socket at its last cursor, or over HTTP, the account stream resuming
+    after its last event and the play stream starting each match again with a snapshot and
+    the turn."""
     caplog.set_level(logging.INFO, logger="domino_sdk")
     g = gateways
     port = free_port()
@@ -297,8 +299,10 @@ async def test_an_account_bot_finishes_its_match_through_a_gateway_killed_mid_ma
     )
     a_bot, b_bot = Heaviest(), Heaviest()
     runs = [
-        asyncio.create_task(a_bot.play_account(url, a_token, games=1)),
-        asyncio.create_task(b_bot.play_account(url, b_token, games=1, accept_from=[a_name])),
+        asyncio.create_task(a_bot.play_account(url, a_token, games=1, transport=transport)),
+        asyncio.create_task(
+            b_bot.play_account(url, b_token, games=1, accept_from=[a_name], transport=transport)
+        ),
     ]
     await challenge(url, a_token, [b_name], family="express", players=2, target=100)
     deadline = time.monotonic() + 20
@@ -313,18 +317,23 @@ async def test_an_account_bot_finishes_its_match_through_a_gateway_killed_mid_ma
     assert {a_end.result, b_end.result} == {"win", "loss"}
     events = await asyncio.to_thread(log_of, g, a_end.match_id)
     assert events[0].players == (a_name, b_name)
-    dropped = [r for r in caplog.records if "dropped; reconnecting" in r.getMessage()]
-    assert len(dropped) >= 4  # each bot's two streams
+    if transport == "http":
+        dropped = [r for r in caplog.records if "dropped; reconnecting" in r.getMessage()]
+        assert len(dropped) >= 4  # each bot's two streams
+    else:
+        dropped = [r for r in caplog.records if "opening it again" in r.getMessage()]
+        assert len(dropped) >= 2  # each bot's one socket
 
 
+@pytest.mark.parametrize("transport", ["socket", "http"])
 async def test_an_account_bot_waits_out_429s_and_still_finishes(
-    gateways: Gateways, caplog: pytest.LogCaptureFixture
+    gateways: Gateways, caplog: pytest.LogCaptureFixture, transport: str
 ) -> None:
     """On a gateway with tight move limits (one a second, one at once) the bots outrun their
     budget: a seat moves every other round trip, and again at once after each draw, so it is
     refused unless the machine is so slow that its turns come more than a second apart (at
     two a second a loaded machine once let a whole match through unrefused). They wait as
-    each 429 says and finish."""
+    each 429 (each limited frame, over the socket) says and finish."""
     caplog.set_level(logging.INFO, logger="domino_sdk")
     name = f"gateway-sdk-slow-{uuid.uuid4().hex[:6]}"
     url = await asyncio.to_thread(gateways.spawn_gateway, name, free_port(), SLOW_MOVES)
@@ -333,8 +342,10 @@ async def test_an_account_bot_waits_out_429s_and_still_finishes(
     )
     a_bot, b_bot = Heaviest(), Heaviest()
     runs = [
-        asyncio.create_task(a_bot.play_account(url, a_token, games=1)),
-        asyncio.create_task(b_bot.play_account(url, b_token, games=1, accept_from=[a_name])),
+        asyncio.create_task(a_bot.play_account(url, a_token, games=1, transport=transport)),
+        asyncio.create_task(
+            b_bot.play_account(url, b_token, games=1, accept_from=[a_name], transport=transport)
+        ),
     ]
     await challenge(url, a_token, [b_name], family="straight", players=2, target=30)
     (a_end,), (b_end,) = await asyncio.wait_for(asyncio.gather(*runs), 120)

@@ -200,24 +200,22 @@ class AccountSession:
         await _race(self._follow(), self._play())
 
     async def _over_socket(self, socket: AccountSocket) -> None:
-        """Every frame of the socket: a seat's line handed to its seat at once, an account
-        event to the follower, in order (answering a challenge must not hold up the turns)."""
+        """Every frame of the socket as it is read: a seat's line handed to its seat at once,
+        an account event to the follower, in order (answering a challenge must not hold up
+        the turns)."""
         events: asyncio.Queue[SeenAccountEvent] = asyncio.Queue()
 
-        async def read() -> None:
-            items = socket.items()
-            async with contextlib.aclosing(items):
-                async for item in items:
-                    if isinstance(item, PlayLine):
-                        self._route(item)
-                    else:
-                        events.put_nowait(item)
+        def take(item: SeenAccountEvent | PlayLine) -> None:
+            if isinstance(item, PlayLine):
+                self._route(item)
+            else:
+                events.put_nowait(item)
 
         async def follow() -> None:
             while True:
                 await self._on_account_event(await events.get())
 
-        await _race(read(), follow())
+        await _race(socket.feed(take), follow())
 
     # -- the account stream --------------------------------------------------------------------
 

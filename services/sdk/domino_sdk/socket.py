@@ -26,7 +26,7 @@ import asyncio
 import logging
 import random
 from collections import deque
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from typing import Any, Generic, Literal, TypeVar
 from urllib.parse import urlencode
 
@@ -294,6 +294,7 @@ class _Socket(Generic[T]):
         self._wake = asyncio.Event()
         self._waiting: dict[tuple[str, int, str], asyncio.Future[_Answer | None]] = {}
         self._reader: asyncio.Task[None] | None = None
+        self._sink: Callable[[T], None] | None = None  # what takes each item, if not ready
 
     # -- what the subclasses say -----------------------------------------------------------
 
@@ -431,7 +432,28 @@ class _Socket(Generic[T]):
         finally:
             await self.aclose()
 
+    async def feed(self, sink: Callable[[T], None]) -> None:
+        """Hand what the socket reads to ``sink``, in order, as each frame is read (no queue
+        between: the cheapest way to follow many seats), until the socket ends; then raise
+        why, if not normally. ``sink`` must not block: it runs in the socket's reader."""
+        reader = self._reader
+        if reader is None:
+            raise RuntimeError("open() the socket first")
+        try:
+            while self.ready:
+                sink(self.ready.popleft())
+            self._sink = sink
+            await asyncio.wait([reader])
+            reader.result()  # raises what ended it
+        finally:
+            self._sink = None
+            await self.aclose()
+
     def _push(self, item: T) -> None:
+        sink = self._sink
+        if sink is not None:
+            sink(item)
+            return
         self.ready.append(item)
         self._wake.set()
 
@@ -479,6 +501,7 @@ class _Socket(Generic[T]):
                 raise MoveRejected(409, answer.body())
             if isinstance(answer, _Limited):
                 status, wait = 429, max(0.0, answer.retry_after)
+                log.info("move %s: rate limited (%s); waiting %.2f s", key, answer.limit, wait)
             elif isinstance(answer, _TimedOut):
                 status, wait = 504, _backoff(attempt)
             elif isinstance(answer, _Error):
