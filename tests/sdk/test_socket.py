@@ -2,7 +2,8 @@
 bot over its seat's socket and an account bot over the account's, whole matches; cut again and
 again by a proxy, each resumes where it was, every event seen once and every turn answered
 once; and through a proxy that answers the upgrade 404 (as one that does not pass it on), each
-plays over HTTP instead, or, asked for the socket alone, says why it cannot."""
+plays over HTTP instead, or, asked for the socket alone, says why it cannot; and against a
+stand-in that sends what the SDK cannot read, or ends its token, it raises why."""
 
 from __future__ import annotations
 
@@ -15,11 +16,22 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+import msgspec
 import pytest
-from domino_sdk import Bot, MatchEnded, PlayTile, SeenEvent, View, register
+from domino_sdk import (
+    Bot,
+    MatchEnded,
+    PlayTile,
+    SeatClient,
+    SeenEvent,
+    StreamClosed,
+    View,
+    register,
+)
 from domino_sdk.account import AccountClient
 from domino_sdk.model import Move
 from domino_sdk.socket import SocketUnavailable
+from websockets.asyncio.server import serve
 
 from engine.verify import verify
 from services.gateway.protocol import API
@@ -347,3 +359,59 @@ async def test_an_account_bot_plays_over_http_when_the_upgrade_is_answered_404(
     }
     events = b_bot.events[match_id]
     await asyncio.to_thread(whole, gateways, match_id, events, events[0] - 1)
+
+
+# -- a gateway that sends what the SDK cannot read -------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def stand_in(frames: list[bytes], close: int) -> AsyncIterator[str]:
+    """A WebSocket server standing in for a gateway of version 1: every socket opened gets
+    ``frames``, then the close code ``close``; its URL."""
+
+    def stated(connection: Any, request: Any, response: Any) -> Any:
+        response.headers["Domino-Protocol"] = "1"
+        return response
+
+    async def handler(ws: Any) -> None:
+        for data in frames:
+            await ws.send(data, text=True)
+        await ws.close(close)
+
+    async with serve(handler, "127.0.0.1", 0, process_response=stated) as server:
+        port = next(iter(server.sockets)).getsockname()[1]
+        yield f"http://127.0.0.1:{port}"
+
+
+async def test_a_frame_of_a_known_type_but_the_wrong_shape_ends_the_socket_with_why() -> None:
+    """A broken gateway, not a newer one (which only adds types and fields): the seat's lines
+    raise msgspec.ValidationError at once, nothing is handed on, nothing is opened again."""
+    bad = b'{"type":"line","match_id":"m-1","seat":0,"line":{"type":"turn","id":"seven"}}'
+    newer = b'{"type":"whisper","match_id":"m-1","seat":0,"text":"skipped"}'
+    async with stand_in([newer, bad], 1000) as url:
+        seat = SeatClient(url, "t", retries=0, transport="socket")
+        seat.match_id, seat.seat = "m-1", 0
+        seen: list[Any] = []
+        try:
+            with pytest.raises(msgspec.ValidationError):
+                async for line in seat.lines():
+                    seen.append(line)
+        finally:
+            await seat.aclose()
+    assert seen == [] and seat.reconnects == 0
+
+
+async def test_a_closing_frame_and_a_credentials_close_code_raise_stream_closed() -> None:
+    """The closing frame (the token rotated), then 4001: StreamClosed naming the reason, as a
+    stream's closing line raises it; the socket is not opened again with that token."""
+    closing = b'{"type":"closed","reason":"token_rotated","message":"rotated"}'
+    async with stand_in([closing], 4001) as url:
+        seat = SeatClient(url, "t", retries=0, transport="socket")
+        seat.match_id, seat.seat = "m-1", 0
+        try:
+            with pytest.raises(StreamClosed) as closed:
+                async for _ in seat.lines():
+                    pytest.fail("no line was sent")
+        finally:
+            await seat.aclose()
+    assert closed.value.code == "token_rotated" and seat.reconnects == 0

@@ -38,6 +38,8 @@ from websockets.exceptions import (
     InvalidMessage,
     InvalidStatus,
 )
+from websockets.frames import Frame, Opcode
+from websockets.protocol import Event
 
 from domino_sdk.lobby import PlayLine, SeenAccountEvent, decode_account_event
 from domino_sdk.model import Move
@@ -273,6 +275,52 @@ def ws_url(base: str, path: str) -> str:
 # -- a socket ----------------------------------------------------------------------------------
 
 
+class _Direct(ClientConnection):
+    """A connection that hands each text message to :meth:`take` as soon as it is parsed,
+    rather than queueing it for ``recv()``: a frame costs no wake and no queue. What ``take``
+    raises aborts the connection and is kept in :attr:`failure`, for its reader to raise."""
+
+    failure: Exception | None = None
+    _parts: list[bytes] | None = None  # a fragmented message's frames so far
+
+    def take(self, data: bytes) -> None:
+        """Read one whole text message."""
+        raise NotImplementedError
+
+    def process_event(self, event: Event) -> None:
+        if self.response is None or not isinstance(event, Frame) or self.failure is not None:
+            super().process_event(event)  # the handshake's answer
+            return
+        if event.opcode is Opcode.TEXT and event.fin:
+            data = bytes(event.data)
+        elif event.opcode is Opcode.TEXT:
+            self._parts = [bytes(event.data)]
+            return
+        elif event.opcode is Opcode.CONT and self._parts is not None:
+            self._parts.append(bytes(event.data))
+            if not event.fin:
+                return
+            data, self._parts = b"".join(self._parts), None
+        else:
+            super().process_event(event)  # pongs; binary frames, which the gateway never sends
+            return
+        try:
+            self.take(data)
+        except Exception as e:  # a frame this SDK cannot read: the socket ends with why
+            self.failure = e
+            self.transport.abort()
+
+
+def _reading(take: Callable[[bytes], None]) -> type[_Direct]:
+    """A :class:`_Direct` connection whose messages go to ``take``."""
+
+    class Reading(_Direct):
+        def take(self, data: bytes) -> None:
+            take(data)
+
+    return Reading
+
+
 class _Socket(Generic[T]):
     """One WebSocket to the gateway, opened again after a cut where it was, read by a task of
     its own: what it reads waits in :attr:`ready` for :meth:`items`, and each answer goes to
@@ -289,12 +337,13 @@ class _Socket(Generic[T]):
         self.reconnects = 0
         self.ready: deque[T] = deque()
         self.closed: dict[str, Any] | None = None  # the closing line of a credential's end
-        self._ws: ClientConnection | None = None
+        self._ws: _Direct | None = None
         self._open = asyncio.Event()
         self._wake = asyncio.Event()
         self._waiting: dict[tuple[str, int, str], asyncio.Future[_Answer | None]] = {}
         self._reader: asyncio.Task[None] | None = None
         self._sink: Callable[[T], None] | None = None  # what takes each item, if not ready
+        self._connection = _reading(self.frame)
 
     # -- what the subclasses say -----------------------------------------------------------
 
@@ -330,7 +379,7 @@ class _Socket(Generic[T]):
         self._open.set()
         self._reader = asyncio.create_task(self._read())
 
-    async def _connect(self) -> ClientConnection:
+    async def _connect(self) -> _Direct:
         attempt = 0
         while True:
             query = self.query()
@@ -342,7 +391,8 @@ class _Socket(Generic[T]):
                     additional_headers={PROTOCOL_HEADER: spoken, **self.auth},
                     compression=None,  # lines are small and come fast: not worth the CPU
                     max_size=MAX_FRAME,
-                    max_queue=None,  # the reader takes every frame as it comes
+                    max_queue=None,  # every frame is taken as it comes
+                    create_connection=self._connection,
                     ssl=_tls() if url.startswith("wss:") else None,
                     open_timeout=15.0,
                 )
@@ -373,6 +423,7 @@ class _Socket(Generic[T]):
                 if (upgraded or str(UNSTATED)) != spoken:
                     await ws.close()
                     raise ProtocolMismatch(101, str(upgraded))
+                assert isinstance(ws, _Direct)  # made by self._connection
                 return ws
             if attempt >= self.attempts:
                 raise SocketLost(f"{self.url} could not be opened: {failure!r}") from failure
@@ -383,17 +434,16 @@ class _Socket(Generic[T]):
     # -- reading -------------------------------------------------------------------------------
 
     async def _read(self) -> None:
-        """Read frames until the socket ends for good, opening it again after each cut."""
+        """Wait for each connection to close (its frames are read as they are parsed) and
+        open it again after a cut, until the socket ends for good."""
         try:
             while True:
                 ws = self._ws
                 assert ws is not None  # set before the reader starts, and at each reopening
-                try:
-                    while True:
-                        self.frame(await ws.recv(decode=False))
-                except ConnectionClosed as e:
-                    code = e.rcvd.code if e.rcvd is not None else 1006
-                    said = e.rcvd.reason if e.rcvd is not None else ""
+                await ws.wait_closed()  # its frames are read as they come (_Direct)
+                if ws.failure is not None:
+                    raise ws.failure
+                code, said = ws.close_code or 1006, ws.close_reason or ""
                 self._open.clear()
                 self._settle(None)  # each move waiting is sent again once it is open again
                 if self.closed is not None:
