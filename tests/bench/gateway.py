@@ -457,7 +457,8 @@ async def _play(
     base: str, tokens: list[tuple[str, str]], start_at: float
 ) -> tuple[int, list[float]]:
     clock = Clock()
-    tasks = [asyncio.create_task(TimedBot(clock, m).play(base, t)) for m, t in tokens]
+    plays = [TimedBot(clock, m).play(base, t, transport="http") for m, t in tokens]  # its line
+    tasks = [asyncio.create_task(play) for play in plays]
     try:
         await asyncio.sleep(max(0.0, start_at - time.time()))
         clock.recording = True
