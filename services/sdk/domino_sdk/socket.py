@@ -322,10 +322,11 @@ def _reading(take: Callable[[bytes], None]) -> type[_Direct]:
 
 
 class _Socket(Generic[T]):
-    """One WebSocket to the gateway, opened again after a cut where it was, read by a task of
-    its own: what it reads waits in :attr:`ready` for :meth:`items`, and each answer goes to
-    the move waiting for it. Subclasses say where to resume (:meth:`query`) and how to read a
-    frame (:meth:`frame`)."""
+    """One WebSocket to the gateway, opened again after a cut where it was (by a task of its
+    own, :meth:`_read`): each frame is read as it is parsed, what it carries handed to the
+    sink of :meth:`feed` or left in :attr:`ready` for :meth:`items`, each answer to the move
+    waiting for it. Subclasses say where to resume (:meth:`query`) and how to read a frame
+    (:meth:`frame`)."""
 
     def __init__(
         self, url: str, path: str, auth: dict[str, str], *, attempts: int, retries: int
@@ -583,7 +584,9 @@ class _Socket(Generic[T]):
         try:
             try:
                 await ws.send(text, text=True)
-            except ConnectionClosed:
+            except ConnectionClosed:  # before the reader has seen it: wait for it to reopen
+                if ws is self._ws:
+                    self._open.clear()
                 return None
             return await waiting  # settled by the reader if it ends first
         finally:
