@@ -232,7 +232,8 @@ def test_the_sdk_honours_429s_and_finishes_its_match_under_tight_limits(
 
     async def play() -> Any:
         async with httpx.AsyncClient(event_hooks={"response": [hook]}, timeout=10) as http:
-            return await StrategyBot(RandomStrategy(5)).play(g.strict_url, token, client=http)
+            bot = StrategyBot(RandomStrategy(5))
+            return await bot.play(g.strict_url, token, client=http, transport="http")  # its 429s
 
     result = asyncio.run(asyncio.wait_for(play(), 40))
     assert result is not None

@@ -193,7 +193,8 @@ def test_no_byte_sent_to_a_seat_or_a_spectator_shows_a_tile_it_may_not_see(
         strategy = GreedyStrategy(k) if k % 3 else RandomStrategy(k)
         bot = Follower(strategy) if k % 2 else StrategyBot(strategy)
         async with httpx.AsyncClient(transport=recorder, timeout=30) as http:
-            assert await bot.play(g.url, token, client=http) is not None
+            # over HTTP, through the recorder (the socket's frames: tests/gateway/test_socket.py)
+            assert await bot.play(g.url, token, client=http, transport="http") is not None
 
     recorders: dict[tuple[str, int | None], Recorder] = {}
 

@@ -168,7 +168,8 @@ def test_a_whole_match_against_house_bots_is_never_throttled(
 
     async def play() -> Any:
         async with httpx.AsyncClient(event_hooks={"response": [hook]}, timeout=10) as http:
-            return await StrategyBot(GreedyStrategy(3)).play(url, token, client=http)
+            bot = StrategyBot(GreedyStrategy(3))
+            return await bot.play(url, token, client=http, transport="http")  # its posts
 
     result = asyncio.run(asyncio.wait_for(play(), 60))
     assert result is not None and result.reason != "forfeit"
