@@ -1,14 +1,16 @@
 """Write bots for the hosted domino match service: subclass :class:`Bot`, implement
 ``choose(view)``, call ``run(url, token)``.
 
-The bot talks to the gateway over HTTP only (docs/protocol.md): it reconnects and resumes its
-stream, honours 429s, and answers each turn once. With an account token (``dab_...``, from
-:func:`register`), ``run_account`` plays every match of the account at once, answering
-challenges and seeking games. The protocol's wire types — the view, moves, events, stream
-lines, request bodies and the account's events — are msgspec structs, importable from here.
+The bot talks to the gateway over its WebSocket (the seat's socket, or the account's), or over
+HTTP where the gateway has none or when asked (``transport="http"``; docs/protocol.md): it
+reconnects and resumes where it was, honours limits, and answers each turn once. With an
+account token (``dab_...``, from :func:`register`), ``run_account`` plays every match of the
+account at once, answering challenges and seeking games. The protocol's wire types — the view,
+moves, events, stream lines, request bodies and the account's events — are msgspec structs,
+importable from here.
 
 The wire types load at once (msgspec only); :class:`Bot` and the clients on first use, so the
-gateway, which shares the request bodies, never loads httpx.
+gateway, which shares the request bodies, never loads httpx or the WebSocket client.
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ if TYPE_CHECKING:
         StreamClosed,
     )
     from domino_sdk.session import AccountSession
+    from domino_sdk.socket import SocketLost, SocketUnavailable
 
 _WHERE = {
     "AccountClient": "domino_sdk.account",
@@ -89,6 +92,8 @@ _WHERE = {
     "Seat": "domino_sdk.client",
     "SeatClient": "domino_sdk.client",
     "StreamClosed": "domino_sdk.client",
+    "SocketLost": "domino_sdk.socket",
+    "SocketUnavailable": "domino_sdk.socket",
     "register": "domino_sdk.account",
 }
 __all__ = [
@@ -138,6 +143,8 @@ __all__ = [
     "SeenAccountEvent",
     "SeenEvent",
     "Snapshot",
+    "SocketLost",
+    "SocketUnavailable",
     "StreamClosed",
     "Tile",
     "TileDrawn",
