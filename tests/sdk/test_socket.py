@@ -231,16 +231,6 @@ def unique(stem: str) -> str:
     return f"{stem}{uuid.uuid4().hex[:8]}"
 
 
-async def has_account_socket(url: str, token: str) -> bool:
-    """Whether the gateway has the account's socket: a GET of it without the upgrade is 426,
-    not 404."""
-    async with httpx.AsyncClient() as http:
-        r = await http.get(
-            f"{url}{API}/account/socket", headers={"authorization": f"Bearer {token}"}
-        )
-    return r.status_code != 404
-
-
 async def two_accounts(url: str) -> tuple[tuple[str, str], tuple[str, str]]:
     a, b = await asyncio.gather(register(url, unique("sock")), register(url, unique("ket")))
     return (a.account.name, a.token), (b.account.name, b.token)
@@ -281,8 +271,6 @@ async def test_two_account_bots_play_a_whole_match_over_the_account_socket(
     asked each turn once."""
     url = gateways.url
     a, b = await two_accounts(url)
-    if not await has_account_socket(url, a[1]):
-        pytest.skip("this gateway has no account socket")
     a_bot, b_bot, requests = Recorder(), Recorder(), Requests()
     try:
         a_done, b_done = await challenged_match(
@@ -309,8 +297,6 @@ async def test_an_account_bot_cut_off_again_and_again_resumes_its_socket_by_its_
     is asked each turn once."""
     url = gateways.url
     a, b = await two_accounts(url)
-    if not await has_account_socket(url, a[1]):
-        pytest.skip("this gateway has no account socket")
     a_bot, b_bot = Recorder(), Recorder()
     async with proxied(url, CuttingProxy) as (proxy_url, proxy):
         a_done, _ = await challenged_match(url, a, b, a_bot, b_bot, "socket", b_url=proxy_url)
