@@ -174,6 +174,7 @@ class Channel:
         self.waker = Watch()
         self.fed = 0
         self.seats: dict[tuple[str, int], int] = {}  # the cursor's seats, in the order followed
+        self._entries: dict[tuple[str, int], bytes] = {}  # each seat's part of the cursor
         self.followed: dict[Subscriber, Followed] = {}
         self.retry: set[tuple[str, int]] = set()  # seats whose feed could not be read yet
         self.over: set[tuple[str, int]] = set()  # seats whose match_ended this channel sent
@@ -214,7 +215,7 @@ class Channel:
                 raise _bad(
                     f"version {after} of match {key[0]} does not exist yet: it is at {feed.version}"
                 )
-            self.seats[key] = after
+            self._set(key, after)
             await self._follow(key, after)
 
     async def _follow(self, key: tuple[str, int], after: int | None) -> None:
@@ -261,8 +262,7 @@ class Channel:
                 if key in self.over:
                     continue  # its end was sent: it is still live only until its finish is told
                 if key not in self.seats and len(self.seats) < CURSOR_SEATS:
-                    self.seats[key] = 0
-                    self._dirty = True
+                    self._set(key, 0)
                     fresh.append(key)
         self._account(msgspec.json.encode(line))
         for key in fresh:
@@ -271,13 +271,28 @@ class Channel:
     # -- frames ----------------------------------------------------------------------------
 
     def cursor(self) -> bytes:
-        """The cursor as of the frames made so far."""
+        """The cursor as of the frames made so far: joined from each seat's part, kept
+        encoded as it changes (a line changes one part, not the other seats')."""
         if self._dirty:
-            parts = [b"%d" % self.fed]
-            parts += [b"%s:%d:%d" % (m.encode(), s, v) for (m, s), v in self.seats.items()]
-            self._text = b",".join(parts)
+            self._text = b",".join([b"%d" % self.fed, *self._entries.values()])
             self._dirty = False
         return self._text
+
+    def _set(self, key: tuple[str, int], version: int) -> None:
+        """A seat at ``version``, last in the cursor (the least recently sent first)."""
+        self.seats.pop(key, None)
+        self._entries.pop(key, None)
+        self.seats[key] = version
+        self._entries[key] = b"%s:%d:%d" % (key[0].encode(), key[1], version)
+        self._dirty = True
+
+    def _unset(self, key: tuple[str, int]) -> bool:
+        """A seat leaves the cursor; whether it was in it."""
+        self._entries.pop(key, None)
+        if self.seats.pop(key, None) is None:
+            return False
+        self._dirty = True
+        return True
 
     def _account(self, line: bytes) -> None:
         cursor = self.cursor()
@@ -326,7 +341,7 @@ class Channel:
                     if key in self.over:
                         continue  # its end was sent already
                     if key not in self.seats and len(self.seats) < CURSOR_SEATS:
-                        self.seats[key] = 0
+                        self._set(key, 0)
                         started.append(key)
             self._account(data)
             for key in started:
@@ -346,11 +361,11 @@ class Channel:
                 if not line:
                     continue
                 version, ended = _read_head(line)
-                if seats.pop(key, None) is not None and not ended:
-                    seats[key] = version  # last in the cursor: the least recently sent first
                 if ended:
+                    self._unset(key)
                     self.over.add(key)
-                self._dirty = True
+                elif key in seats:
+                    self._set(key, version)
                 cursor = self.cursor()
                 self.out.append(
                     (cursor, b"line", b'{"type":"line","cursor":"%s%s%s}' % (cursor, head, line))
@@ -359,8 +374,7 @@ class Channel:
             self._drop(sub)
             feed = self.gw.hub.feeds.get(key[0])
             if feed is not None and feed.over:
-                if seats.pop(key, None) is not None:
-                    self._dirty = True
+                self._unset(key)
                 return
             raise Ended("too_slow" if sub.overflow else "resume")
 
