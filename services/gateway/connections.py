@@ -61,6 +61,12 @@ REFUSED_GRACE_S = 1.0
 """How long a connection over the cap may take to send its request before it is closed."""
 MAX_HEAD_BYTES = 32 * 1024
 """The most a request's line and headers may take, counted by the reads that carry them."""
+SOCKET_LINE = 8192
+"""The longest line of a WebSocket's handshake (its request line, each header line, with their
+CRLF), and SOCKET_HEADERS the most headers: the limits of the WebSocket library that reads the
+handshake once it is upgraded (websockets' MAX_LINE_LENGTH and MAX_NUM_HEADERS), which drops a
+handshake past them without an answer, so the gateway refuses it first."""
+SOCKET_HEADERS = 128
 SPARE_FILES = 512
 SOCKET_SEND_BUFFER = 64 * 1024
 """The kernel's send buffer of a WebSocket's connection (Linux doubles it for its own books).
@@ -94,6 +100,10 @@ _TIMED_OUT_BODY = (
 _TOO_LARGE = _head(b"431 Request Header Fields Too Large")
 _TOO_LARGE_BODY = (
     b'{"error":"head_too_large","message":"the request line and headers are over %d bytes"}'
+)
+_SOCKET_HEAD_BODY = (
+    b'{"error":"head_too_large","message":"a WebSocket\'s request line and each of its header '
+    b'lines are at most %d bytes, and its headers at most %d"}' % (SOCKET_LINE, SOCKET_HEADERS)
 )
 _CLOSED = {
     reason: GATEWAY_CONNECTIONS_CLOSED.labels(reason)
@@ -269,6 +279,12 @@ class GuardedHttp(HttpToolsProtocol):
         then, uvicorn's WebSocket protocol, so that one is wrapped to free it."""
         self._cancel_deadline()
         self._head_bytes = None
+        if not _fits_socket(self.scope["method"], self.url, self.headers):
+            _CLOSED["head_too_large"].inc()
+            log.info("socket handshake too large: connection closed", client=_client(self.client))
+            self.transport.write(_TOO_LARGE % len(_SOCKET_HEAD_BODY) + _SOCKET_HEAD_BODY)
+            self.transport.close()
+            return
         sock = self.transport.get_extra_info("socket")
         if sock is not None:  # what a client that stops reading leaves in the kernel
             with contextlib.suppress(OSError):
@@ -388,6 +404,16 @@ class _Upgraded(asyncio.Protocol):
             self.inner.connection_lost(exc)
         finally:
             self.on_lost()
+
+
+def _fits_socket(method: str, url: bytes, headers: list[tuple[bytes, bytes]]) -> bool:
+    """Whether a handshake is within what the WebSocket library reads (SOCKET_LINE,
+    SOCKET_HEADERS), as uvicorn hands it on: its request line and its headers, one a line."""
+    if len(method) + len(url) + len(b"  HTTP/1.1\r\n") > SOCKET_LINE:
+        return False
+    if len(headers) > SOCKET_HEADERS:
+        return False
+    return all(len(name) + len(value) + 4 <= SOCKET_LINE for name, value in headers)
 
 
 def _client(client: tuple[str, int] | None) -> str:

@@ -202,7 +202,8 @@ def test_a_cursor_malformed_too_long_foreign_or_ahead_is_refused_400_bad_cursor(
     gateways: Gateways,
 ) -> None:
     """On the socket's handshake and on the account stream with play=1 alike: a cursor that is
-    no cursor, over 4,096 bytes or 64 seats, naming a seat twice, a feed id beyond the feed,
+    no cursor, longer than its seats take or naming more than twice the seats an account may
+    hold at once (160 by default), naming a seat twice, a feed id beyond the feed,
     another account's seat, a seat of its own match it does not hold, or a version beyond
     the match's: each 400 bad_cursor, nothing opened. An unknown token is 401, another
     version of the protocol 400, a GET without the upgrade 426."""
@@ -212,7 +213,8 @@ def test_a_cursor_malformed_too_long_foreign_or_ahead_is_refused_400_bad_cursor(
     mine = challenge_house(g.url, token)
     theirs = challenge_house(g.url, other)
     wait_for_version(g, mine, 2)
-    many = ",".join(f"m-{i:010x}:0:1" for i in range(65))
+    most = 2 * 20 * 4  # twice every seat of the most live matches an account may play (20)
+    many = ",".join(f"m-{i:010x}:0:1" for i in range(most + 1))
     for cursor in (
         "abc",
         "1,",
@@ -232,6 +234,13 @@ def test_a_cursor_malformed_too_long_foreign_or_ahead_is_refused_400_bad_cursor(
         assert body["message"]
         status, body = _stream_refused(g.url, token, cursor)
         assert (status, body["error"]) == (400, "bad_cursor"), (cursor[:60], body)
+    # longer than its seats may take: 400 on the stream; on the socket the handshake's line is
+    # over what the WebSocket's reader takes (8,192 bytes), 431 at once (it was held unanswered)
+    longest = "1," + "m" * 13000 + ":0:1"
+    status, body = _stream_refused(g.url, token, longest)
+    assert (status, body["error"]) == (400, "bad_cursor"), body
+    status, body = _refused(socket_url(g.url, longest), token)
+    assert (status, body["error"]) == (431, "head_too_large"), body
     status, body = _refused(socket_url(g.url), "dab_not-a-token")
     assert (status, body["error"]) == (401, "unauthorized")
     status, body = _refused(socket_url(g.url), token, **{"Domino-Protocol": "2"})
