@@ -113,7 +113,7 @@ class AccountSockets:
         """GET /account/socket without the upgrade: its token and cursor are checked as the
         handshake's would be, the rest 426, naming the upgrade."""
         await self.gw.account(request)
-        request_cursor(request)
+        request_cursor(request, self.gw.config)
         self.gw.wants_everything(request)
         raise ApiError(
             426,
@@ -128,7 +128,7 @@ class AccountSockets:
         refused = versions.refusal(request.scope)
         if refused is not None:
             raise refused
-        request_cursor(request)  # a malformed cursor is refused at once
+        request_cursor(request, self.gw.config)  # a malformed cursor is refused at once
         self.gw.wants_everything(request)
         if request.header(b"authorization") is None:
             return AccountHello(self, request)
@@ -140,7 +140,7 @@ class AccountSockets:
         gw = self.gw
         account = await gw.account(request)
         credential = gw.account_credential(request, account)
-        cursor = request_cursor(request)
+        cursor = request_cursor(request, self.gw.config)
         everything = gw.wants_everything(request)
         close = await gw.open_account_stream(account, request)
         channel = Channel(gw, account, everything)

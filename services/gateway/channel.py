@@ -43,10 +43,10 @@ from services.redis.lua import LuaScript
 
 log = structlog.get_logger()
 
-CURSOR_BYTES = 4096
-"""The longest cursor taken."""
-CURSOR_SEATS = 64
-"""The most seats a cursor names."""
+SEATS_PER_MATCH = 4
+"""The most seats an account may hold in one match: every seat of a four-player match (C3)."""
+ENTRY_BYTES = 80
+"""The longest seat entry of a cursor: a match id of 64 characters, seat, version, comma."""
 POLL_S = 0.5
 """How often a quiet channel looks at the account's feed."""
 LOOK_S = 0.05
@@ -65,14 +65,23 @@ class Cursor(msgspec.Struct, frozen=True):
     seats: dict[tuple[str, int], int]
 
 
-def parse_cursor(raw: str) -> Cursor:
+def most_seats(config: GatewaySettings) -> int:
+    """The most seats a cursor names: twice every seat the account may hold at once (its live
+    matches' cap, each with every seat of it; twice, for matches whose end the client has not
+    read yet while others start), so that every seat it holds is followed."""
+    return 2 * config.matches_per_account * SEATS_PER_MATCH
+
+
+def parse_cursor(raw: str, seats_at_most: int) -> Cursor:
     """The cursor a client sent back; ApiError 400 ``bad_cursor`` for one that is malformed,
-    too long or names a seat twice (what it names is checked by :meth:`Channel.open`)."""
-    if len(raw) > CURSOR_BYTES or not raw.isascii():
-        raise _bad(f"a cursor is at most {CURSOR_BYTES} ASCII characters")
+    names more than ``seats_at_most`` seats (or is longer than they take), or names a seat
+    twice (what it names is checked by :meth:`Channel.open`)."""
+    longest = 16 + seats_at_most * ENTRY_BYTES
+    if len(raw) > longest or not raw.isascii():
+        raise _bad(f"a cursor is at most {longest} ASCII characters")
     head, *rest = raw.split(",")
-    if len(rest) > CURSOR_SEATS:
-        raise _bad(f"a cursor names at most {CURSOR_SEATS} seats")
+    if len(rest) > seats_at_most:
+        raise _bad(f"a cursor names at most {seats_at_most} seats: those you may hold at once")
     if not _FEED_ID.fullmatch(head):
         raise _bad("a cursor begins with a feed id: 0, 1, 2, ...")
     seats: dict[tuple[str, int], int] = {}
@@ -87,13 +96,15 @@ def parse_cursor(raw: str) -> Cursor:
     return Cursor(int(head), seats)
 
 
-def cursor_of(request_cursor: str | None, last_event_id: str | None) -> Cursor | None:
+def cursor_of(
+    request_cursor: str | None, last_event_id: str | None, seats_at_most: int
+) -> Cursor | None:
     """The cursor a request resumes from: the ``cursor`` query parameter, else (SSE) the
     Last-Event-ID header; None for a fresh start."""
     raw = request_cursor if request_cursor is not None else last_event_id
     if raw is None or raw == "":
         return None
-    return parse_cursor(raw)
+    return parse_cursor(raw, seats_at_most)
 
 
 def _bad(message: str) -> ApiError:
@@ -171,6 +182,7 @@ class Channel:
         self.gw = gw
         self.account = account
         self.everything = everything
+        self.most = most_seats(gw.config)  # the seats a cursor may name
         self.waker = Watch()
         self.fed = 0
         self.seats: dict[tuple[str, int], int] = {}  # the cursor's seats, in the order followed
@@ -261,7 +273,7 @@ class Channel:
                 key = (match_id, seat)
                 if key in self.over:
                     continue  # its end was sent: it is still live only until its finish is told
-                if key not in self.seats and len(self.seats) < CURSOR_SEATS:
+                if self._may_follow(key):
                     self._set(key, 0)
                     fresh.append(key)
         self._account(msgspec.json.encode(line))
@@ -277,6 +289,19 @@ class Channel:
             self._text = b",".join([b"%d" % self.fed, *self._entries.values()])
             self._dirty = False
         return self._text
+
+    def _may_follow(self, key: tuple[str, int]) -> bool:
+        """Whether a seat the account holds is to join the cursor: not if it is in it already;
+        nor past the cursor's bound, which only a cap lowered under live matches can reach
+        (said in the log, as the seat then goes unfollowed)."""
+        if key in self.seats:
+            return False
+        if len(self.seats) < self.most:
+            return True
+        log.warning(
+            "channel_full", account=self.account.id, match_id=key[0], seat=key[1], most=self.most
+        )
+        return False
 
     def _set(self, key: tuple[str, int], version: int) -> None:
         """A seat at ``version``, last in the cursor (the least recently sent first)."""
@@ -340,7 +365,7 @@ class Channel:
                     key = (event.match_id, seat)
                     if key in self.over:
                         continue  # its end was sent already
-                    if key not in self.seats and len(self.seats) < CURSOR_SEATS:
+                    if self._may_follow(key):
                         self._set(key, 0)
                         started.append(key)
             self._account(data)
@@ -453,9 +478,10 @@ def wants_play(request: Request) -> bool:
     return play == "1"
 
 
-def request_cursor(request: Request) -> Cursor | None:
+def request_cursor(request: Request, config: GatewaySettings) -> Cursor | None:
     """The cursor a request resumes from (``cursor``, else Last-Event-ID); 400 bad_cursor."""
-    return cursor_of(request.query("cursor"), request.header(b"last-event-id"))
+    most = most_seats(config)
+    return cursor_of(request.query("cursor"), request.header(b"last-event-id"), most)
 
 
 class StreamHost(Host, Protocol):
@@ -476,7 +502,7 @@ async def channel_stream(gw: StreamHost, request: Request) -> LiveResponse:
     """GET /account/stream?play=1: the account channel as NDJSON or server-sent events,
     resumed after ``cursor`` (or Last-Event-ID), in one of the account's stream places."""
     account = await gw.account(request)
-    cursor = request_cursor(request)
+    cursor = request_cursor(request, gw.config)
     sse = gw.wants_sse(request)
     everything = gw.wants_everything(request)
     close = await gw.open_account_stream(account, request)

@@ -12,7 +12,6 @@ from starlette.types import ASGIApp
 
 from services.gateway import spec
 from services.gateway.account_socket import AccountSockets
-from services.gateway.channel import CURSOR_BYTES, CURSOR_SEATS
 from services.gateway.channel_wire import (
     AccountFrame,
     AccountMoveFrame,
@@ -32,10 +31,10 @@ CURSOR = {
     "name": "cursor",
     "in": "query",
     "description": "resume the account channel: the `cursor` of the last frame read, sent back "
-    f"as it came (`F` or `F,M:S:V,...`: at most {CURSOR_BYTES} bytes and {CURSOR_SEATS} "
-    "seats); absent, a fresh start. As server-sent events, Last-Event-ID carries it too (this "
+    "as it came (`F` or `F,M:S:V,...`, naming at most twice the seats an account may hold at "
+    "once); absent, a fresh start. As server-sent events, Last-Event-ID carries it too (this "
     "parameter wins)",
-    "schema": {"type": "string", "maxLength": CURSOR_BYTES},
+    "schema": {"type": "string"},
 }
 STREAM_PARAMS = [
     {
