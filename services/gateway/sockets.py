@@ -91,7 +91,7 @@ _UP = msgspec.json.Decoder(_Up)
 
 
 class Host(Protocol):
-    """What the socket needs of the gateway (services/gateway/app.py's Gateway)."""
+    """What the socket needs of the gateway (services/gateway/commands.py's Gateway)."""
 
     config: GatewaySettings
 
