@@ -120,7 +120,20 @@ def test_a_client_cut_again_and_again_reads_every_frame_once_as_an_uncut_one_doe
             assert reader.connections < 2000
         await asyncio.wait_for(watcher, 60)
 
-    asyncio.run(asyncio.wait_for(run(), 240))
+    try:
+        asyncio.run(asyncio.wait_for(run(), 240))
+    except TimeoutError:  # say what never came, for each reader
+        missing = {
+            name: {
+                "connections": r.connections,
+                "cursor": r.cursor,
+                "challenged": any(line["type"] == "challenge" for line in r.account_lines()),
+                "not_ended": sorted(set(whole) - r.ended()),
+                "not_finished": sorted(set(whole) - finished(r)),
+            }
+            for name, r in (("cut", reader), ("uncut", uncut))
+        }
+        raise AssertionError(f"not done in 240 s: {whole} {missing}") from None
     assert reader.connections > 5
     check_exact(g, token, reader, set(whole))
     check_exact(g, token, uncut, set(whole))
