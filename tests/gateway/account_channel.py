@@ -173,6 +173,8 @@ async def stream_session(
                     await asyncio.sleep(0.1)
                     continue
                 assert r.status_code == 200, await r.aread()
+                if done(reader):  # nothing to wait for: opened and cut at once
+                    return
                 block: dict[str, str] = {}
                 async for text in r.aiter_lines():
                     if done(reader):

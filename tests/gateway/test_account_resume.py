@@ -52,7 +52,8 @@ def _resign(url: str, token: str, match_id: str) -> None:
         headers={**auth(token), "Idempotency-Key": "resign"},
         timeout=30,
     )
-    assert r.status_code == 200, r.text
+    # on a loaded machine the match may have ended meanwhile (its seats timed out): as good
+    assert r.status_code == 200 or r.json().get("reason") == "match_over", r.text
 
 
 def _match_ended(frame: Frame) -> bool:
@@ -89,6 +90,14 @@ def test_a_client_cut_again_and_again_reads_every_frame_once_as_an_uncut_one_doe
         over = r.ended() >= set(whole) and finished(r) >= set(whole)
         return len(whole) == 2 and challenged and over
 
+    def idle(r: Reader) -> bool:
+        """Nothing more comes until the next thing happens while away: the matches so far
+        are over and told (a played match can end before the cuts reach the fifth connection)."""
+        return 0 < len(whole) < 2 and r.ended() >= set(whole) and finished(r) >= set(whole)
+
+    def done_or_idle(r: Reader) -> bool:
+        return done(r) or idle(r)
+
     async def away(step: int) -> None:
         """What happens while the cut client is away, by how many times it has connected."""
         if step == 1:
@@ -102,7 +111,7 @@ def test_a_client_cut_again_and_again_reads_every_frame_once_as_an_uncut_one_doe
                 timeout=30,
             )
             assert r.status_code == 201, r.text
-        elif step == 5:
+        elif step >= 5 and len(whole) < 2:
             quick = await asyncio.to_thread(challenge_house, g.url, token)
             await asyncio.to_thread(wait_for_version, g, quick, 2)
             await asyncio.to_thread(_resign, g.url, token, quick)
@@ -115,7 +124,7 @@ def test_a_client_cut_again_and_again_reads_every_frame_once_as_an_uncut_one_doe
     async def run() -> None:
         watcher = asyncio.create_task(watch())
         while not done(reader):
-            await session(g.url, token, reader, cut, done)
+            await session(g.url, token, reader, cut, done_or_idle)
             await away(reader.connections)
             assert reader.connections < 2000
         await asyncio.wait_for(watcher, 60)
