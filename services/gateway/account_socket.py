@@ -28,13 +28,13 @@ from typing import Any, Protocol
 import msgspec
 import structlog
 from redis.exceptions import RedisError
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from services.gateway import versions
 from services.gateway.channel import Channel, Ended, StreamHost, request_cursor
 from services.gateway.channel_wire import ChannelError, ChannelLimited
 from services.gateway.credentials import Binding, Credential, closed_line
-from services.gateway.http import ApiError, Endpoint, Request, Response
+from services.gateway.http import ApiError, Request, Response
 from services.gateway.hub import Outcome
 from services.gateway.limits import Charge, LimitExceeded, RateLimit
 from services.gateway.moves import TIMED_OUT, move_key
@@ -43,8 +43,9 @@ from services.gateway.socket_common import (
     CLOSE_CODES,
     CUT_WAIT_S,
     HELLO_S,
-    denying,
+    handshake,
     hello_token,
+    read_frames,
 )
 from services.lobby.accounts import Account
 from services.metrics import GATEWAY_OPEN_STREAMS
@@ -98,16 +99,9 @@ class AccountSockets:
     def __init__(self, gw: Host) -> None:
         self.gw = gw
 
-    def app(self, route: str) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
-        """The ASGI app of the socket's handshake: :meth:`open` as an Endpoint (its refusals
-        typed JSON answers, counted under ``route``), each sent as the handshake's answer."""
-        opened = Endpoint(self.open)
-        opened.measure(route)
-
-        async def app(scope: Scope, receive: Receive, send: Send) -> None:
-            await opened(scope, receive, denying(send, scope))
-
-        return app
+    def app(self, route: str) -> ASGIApp:
+        """The ASGI app of the socket's handshake: :meth:`open`, counted under ``route``."""
+        return handshake(self.open, route)
 
     async def upgrade_required(self, request: Request) -> Response:
         """GET /account/socket without the upgrade: its token and cursor are checked as the
@@ -328,30 +322,14 @@ class AccountSocket:
 
     async def _read(self, receive: Receive) -> None:
         """Frames from the client, one at a time, until it goes away."""
-        limit = self.gw.config.max_body_bytes
-        while True:
-            message: Message = await receive()
-            if message["type"] == "websocket.disconnect":
-                return
-            if message["type"] != "websocket.receive":
-                continue
-            text = message.get("text")
-            if text is None:
-                await self._answer(None, "bad_frame", "send moves as text frames of JSON")
-                continue
-            data = text.encode()
-            if len(data) > limit:
-                await self._answer(
-                    None, "frame_too_large", f"a frame is at most {limit} bytes (the body limit)"
-                )
-                continue
-            try:
-                await self._frame(data)
-            except OSError:
-                raise  # the client went away
-            except Exception as e:  # as a request's 500: said in the log, the socket goes on
-                log.error("account socket frame failed", error=repr(e)[:300])
-                await self._send(ChannelError(error="internal", message="the gateway failed"))
+        await read_frames(
+            receive, self.gw.config.max_body_bytes, self._frame, self._answer, self._failed
+        )
+
+    async def _failed(self, e: Exception) -> None:
+        """A frame whose handling failed, as a request's 500: said in the log, answered."""
+        log.error("account socket frame failed", error=repr(e)[:300])
+        await self._send(ChannelError(error="internal", message="the gateway failed"))
 
     async def _frame(self, data: bytes) -> None:
         """Act on one frame: play a move for a seat the account holds, or say why not."""

@@ -32,9 +32,10 @@ import structlog
 from services.gateway.config import GatewaySettings
 from services.gateway.credentials import Credential, Credentials
 from services.gateway.http import ApiError, Request
-from services.gateway.hub import FeedUnavailable, Hub, Subscriber, Waker
+from services.gateway.hub import FeedUnavailable, Hub
 from services.gateway.live import LiveResponse
 from services.gateway.protocol import Gap
+from services.gateway.subscribers import Subscriber, Watch
 from services.lobby.accounts import Account
 from services.lobby.challenges import Challenges
 from services.lobby.seeks import Seeks
@@ -155,23 +156,6 @@ class Ended(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
-
-
-class Watch(Waker):
-    """The channel's waker: it also tells at once when a seat's subscriber is cut for being
-    too far behind, though the writer may be stuck on a client that does not read."""
-
-    __slots__ = ("cut",)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.cut = asyncio.Event()
-
-    def wake(self, sub: Subscriber) -> None:
-        """``sub`` has something queued, or has finished (cut, when over its limit)."""
-        super().wake(sub)
-        if sub.overflow:
-            self.cut.set()
 
 
 class Channel:

@@ -1,13 +1,17 @@
 """What the seat's socket and the account's socket share: their close codes, the hello frame
-of a client that cannot set a header, the largest frame taken, and the handshake's refusals
-sent as its HTTP answer."""
+of a client that cannot set a header, the largest frame taken, the handshake (its refusals
+sent as its HTTP answer) and the reading of the client's frames. Their waker, which tells of
+a subscriber cut for being too far behind, is services/gateway/subscribers.py's Watch."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import msgspec
-from starlette.types import Message, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services.gateway import versions
+from services.gateway.http import Endpoint, Request
 from services.gateway.protocol import HelloFrame
 
 MATCH_OVER = 1000
@@ -79,3 +83,50 @@ def denying(send: Send, scope: Scope) -> Send:
         await send(message)
 
     return deny
+
+
+def handshake(open_socket: Callable[[Request], Awaitable[ASGIApp]], route: str) -> ASGIApp:
+    """The ASGI app of a socket's handshake: ``open_socket`` as an Endpoint (its refusals typed
+    JSON answers, counted under ``route``), each refusal sent as the handshake's answer."""
+    opened = Endpoint(open_socket)
+    opened.measure(route)
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        await opened(scope, receive, denying(send, scope))
+
+    return app
+
+
+async def read_frames(
+    receive: Receive,
+    limit: int,
+    frame: Callable[[bytes], Awaitable[None]],
+    answer: Callable[[str | None, str, str], Awaitable[None]],
+    failed: Callable[[Exception], Awaitable[None]],
+) -> None:
+    """A socket's frames from the client, one at a time, until it goes away: each text frame
+    of at most ``limit`` bytes to ``frame``; a binary or larger one ``answer``-ed with its
+    error (no key); a frame whose handling failed, but for the client going away, to
+    ``failed``, and the socket goes on."""
+    while True:
+        message: Message = await receive()
+        if message["type"] == "websocket.disconnect":
+            return
+        if message["type"] != "websocket.receive":
+            continue
+        text = message.get("text")
+        if text is None:
+            await answer(None, "bad_frame", "send moves as text frames of JSON")
+            continue
+        data = text.encode()
+        if len(data) > limit:
+            await answer(
+                None, "frame_too_large", f"a frame is at most {limit} bytes (the body limit)"
+            )
+            continue
+        try:
+            await frame(data)
+        except OSError:
+            raise  # the client went away
+        except Exception as e:
+            await failed(e)

@@ -27,19 +27,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import msgspec
 import structlog
 from redis.exceptions import RedisError
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from services.gateway import versions
 from services.gateway.config import GatewaySettings
 from services.gateway.credentials import Binding, Credential, Credentials, closed_line
-from services.gateway.http import ApiError, Endpoint, Request, Response
-from services.gateway.hub import Feed, Hub, Outcome, Subscriber, Waker
+from services.gateway.http import ApiError, Request, Response
+from services.gateway.hub import Feed, Hub, Outcome
 from services.gateway.limits import Charge, LimitExceeded
 from services.gateway.moves import TIMED_OUT, move_key
 from services.gateway.protocol import (
@@ -54,10 +54,12 @@ from services.gateway.socket_common import (
     CUT_WAIT_S,
     HELLO_S,
     MATCH_OVER,
-    denying,
     frame_limit,
+    handshake,
     hello_token,
+    read_frames,
 )
+from services.gateway.subscribers import Subscriber, Watch
 from services.metrics import GATEWAY_OPEN_STREAMS
 from services.redis.connection import Client
 
@@ -120,16 +122,9 @@ class SeatSockets:
     def __init__(self, gw: Host) -> None:
         self.gw = gw
 
-    def app(self, route: str) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
-        """The ASGI app of the socket's handshake: :meth:`open` as an Endpoint (its refusals
-        typed JSON answers, counted under ``route``), each sent as the handshake's answer."""
-        opened = Endpoint(self.open)
-        opened.measure(route)
-
-        async def app(scope: Scope, receive: Receive, send: Send) -> None:
-            await opened(scope, receive, denying(send, scope))
-
-        return app
+    def app(self, route: str) -> ASGIApp:
+        """The ASGI app of the socket's handshake: :meth:`open`, counted under ``route``."""
+        return handshake(self.open, route)
 
     async def upgrade_required(self, request: Request) -> Response:
         """GET .../socket without the WebSocket upgrade: what the handshake would refuse is
@@ -169,7 +164,7 @@ class SeatSockets:
         try:
             hub = gw.hub
             feed = await gw.feed_from(match_id, after)
-            waker = _Watch()
+            waker = Watch()
             sub, version = hub.subscribe(feed, seat, False, after, waker=waker)
             first = [] if after is None else await hub.backlog(feed, sub, after, version)
         except BaseException:
@@ -240,23 +235,6 @@ class Hello:
         await send({"type": "websocket.close", "code": 4000 + status})
 
 
-class _Watch(Waker):
-    """The socket's waker: it also tells the socket at once when its subscriber is cut for
-    being too far behind, though the socket's writer is stuck on a client that does not read."""
-
-    __slots__ = ("cut",)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.cut = asyncio.Event()
-
-    def wake(self, sub: Subscriber) -> None:
-        """``sub`` has something queued, or has finished (cut, when over its limit)."""
-        super().wake(sub)
-        if sub.overflow:
-            self.cut.set()
-
-
 class SeatSocket:
     """One accepted socket of one seat: writes the seat's lines, reads and plays its moves."""
 
@@ -265,7 +243,7 @@ class SeatSocket:
         gw: Host,
         feed: Feed,
         sub: Subscriber,
-        waker: _Watch,
+        waker: Watch,
         first: list[bytes],
         release: Callable[[], None],
         credential: Credential,
@@ -396,37 +374,21 @@ class SeatSocket:
 
     async def _read(self, receive: Receive) -> None:
         """Frames from the client, one at a time, until it goes away."""
-        limit = self.gw.config.max_body_bytes
-        while True:
-            message: Message = await receive()
-            if message["type"] == "websocket.disconnect":
-                return
-            if message["type"] != "websocket.receive":
-                continue
-            text = message.get("text")
-            if text is None:
-                await self._answer(None, "bad_frame", "send moves as text frames of JSON")
-                continue
-            data = text.encode()
-            if len(data) > limit:
-                await self._answer(
-                    None, "frame_too_large", f"a frame is at most {limit} bytes (the body limit)"
-                )
-                continue
-            try:
-                await self._frame(data)
-            except OSError:
-                raise  # the client went away
-            except Exception as e:  # as a request's 500: said in the log, the socket goes on
-                log.error("socket frame failed", match_id=self.match_id, error=repr(e)[:300])
-                await self._send(
-                    SocketError(
-                        match_id=self.match_id,
-                        seat=self.seat,
-                        error="internal",
-                        message="the gateway failed; try again",
-                    )
-                )
+        await read_frames(
+            receive, self.gw.config.max_body_bytes, self._frame, self._answer, self._failed
+        )
+
+    async def _failed(self, e: Exception) -> None:
+        """A frame whose handling failed, as a request's 500: said in the log, answered."""
+        log.error("socket frame failed", match_id=self.match_id, error=repr(e)[:300])
+        await self._send(
+            SocketError(
+                match_id=self.match_id,
+                seat=self.seat,
+                error="internal",
+                message="the gateway failed; try again",
+            )
+        )
 
     async def _frame(self, data: bytes) -> None:
         """Act on one frame: play a move, or say why not."""

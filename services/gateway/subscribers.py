@@ -149,6 +149,24 @@ class Waker:
         return ready
 
 
+class Watch(Waker):
+    """A socket's waker (the seat's socket, the account channel): it also tells at once when a
+    subscriber is cut for being too far behind, though the writer may be stuck on a client
+    that does not read."""
+
+    __slots__ = ("cut",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cut = asyncio.Event()
+
+    def wake(self, sub: Subscriber) -> None:
+        """``sub`` has something queued, or has finished (cut, when over its limit)."""
+        super().wake(sub)
+        if sub.overflow:
+            self.cut.set()
+
+
 def essential(event: AnyEvent, seat: int | None) -> bool:
     """The events a stream with ``events=minimal`` still carries: the receiver's own timeouts
     and the ends of rounds and of the match."""
