@@ -31,7 +31,7 @@ from redis.exceptions import RedisError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from services.gateway import versions
-from services.gateway.channel import Channel, Ended, StreamHost, request_cursor
+from services.gateway.channel import Channel, Ended, StreamHost, open_channel, request_cursor
 from services.gateway.channel_wire import ChannelError, ChannelLimited
 from services.gateway.credentials import Binding, Credential, closed_line
 from services.gateway.http import ApiError, Request, Response
@@ -136,14 +136,7 @@ class AccountSockets:
         credential = gw.account_credential(request, account)
         cursor = request_cursor(request, self.gw.config)
         everything = gw.wants_everything(request)
-        close = await gw.open_account_stream(account, request)
-        channel = Channel(gw, account, everything)
-        try:
-            await channel.open(cursor)
-        except BaseException:
-            channel.close()
-            await close()
-            raise
+        channel, close = await open_channel(gw, request, account, cursor, everything)
         log.debug("account socket opened", account=account.id, resumed=cursor is not None)
         return AccountSocket(gw, account, channel, close, credential)
 

@@ -237,19 +237,7 @@ class Channel:
         """Where things stand: the state frame (every live seat joins the cursor at 0 with
         it), then each live seat followed from its snapshot."""
         gw, account = self.gw, self.account
-        latest, live = await _where(gw.feeds, account.id)
-        waiting = [
-            c.public()
-            for c in await gw.challenges.mine(account)
-            if c.status == "open" and account.id in c.opponents
-        ]
-        line = {
-            "type": "state",
-            "id": latest,
-            "live": live,
-            "challenges": waiting,
-            "seeks": [s.public() for s in await gw.seeks.mine(account)],
-        }
+        latest, live, line = await account_state(gw, account)
         self.fed = max(self.fed, latest)
         fresh: list[tuple[str, int]] = []
         for match_id in live:
@@ -260,7 +248,7 @@ class Channel:
                 if self._may_follow(key):
                     self._set(key, 0)
                     fresh.append(key)
-        self._account(msgspec.json.encode(line))
+        self._account(line)
         for key in fresh:
             await self._follow(key, None)
 
@@ -410,6 +398,26 @@ return {redis.call('HGET', KEYS[1], 'feed'), redis.call('SMEMBERS', KEYS[2])}
 )
 
 
+async def account_state(gw: Host, account: Account) -> tuple[int, list[str], bytes]:
+    """Where the account stands: the feed's latest id, the live matches (read at one instant)
+    and the ``state`` line saying so, with the challenges waiting for its answer and its
+    seeks: the first line of a fresh account stream and of a fresh channel."""
+    latest, live = await _where(gw.feeds, account.id)
+    waiting = [
+        c.public()
+        for c in await gw.challenges.mine(account)
+        if c.status == "open" and account.id in c.opponents
+    ]
+    line = {
+        "type": "state",
+        "id": latest,
+        "live": live,
+        "challenges": waiting,
+        "seeks": [s.public() for s in await gw.seeks.mine(account)],
+    }
+    return latest, live, msgspec.json.encode(line)
+
+
 async def _where(feeds: AccountFeeds, account_id: str) -> tuple[int, list[str]]:
     """The account feed's latest id and its live matches, read at one instant: a match's
     start adds it to both at once, so a match is either live here or started after the id."""
@@ -482,13 +490,11 @@ class StreamHost(Host, Protocol):
     ) -> Callable[[], Awaitable[None]]: ...
 
 
-async def channel_stream(gw: StreamHost, request: Request) -> LiveResponse:
-    """GET /account/stream?play=1: the account channel as NDJSON or server-sent events,
-    resumed after ``cursor`` (or Last-Event-ID), in one of the account's stream places."""
-    account = await gw.account(request)
-    cursor = request_cursor(request, gw.config)
-    sse = gw.wants_sse(request)
-    everything = gw.wants_everything(request)
+async def open_channel(
+    gw: StreamHost, request: Request, account: Account, cursor: Cursor | None, everything: bool
+) -> tuple[Channel, Callable[[], Awaitable[None]]]:
+    """An account's channel in one of its stream places, open at ``cursor``, and what closes
+    the place; ApiError or LimitExceeded when it would be refused, nothing taken."""
     close = await gw.open_account_stream(account, request)
     channel = Channel(gw, account, everything)
     try:
@@ -497,6 +503,17 @@ async def channel_stream(gw: StreamHost, request: Request) -> LiveResponse:
         channel.close()
         await close()
         raise
+    return channel, close
+
+
+async def channel_stream(gw: StreamHost, request: Request) -> LiveResponse:
+    """GET /account/stream?play=1: the account channel as NDJSON or server-sent events,
+    resumed after ``cursor`` (or Last-Event-ID), in one of the account's stream places."""
+    account = await gw.account(request)
+    cursor = request_cursor(request, gw.config)
+    sse = gw.wants_sse(request)
+    everything = gw.wants_everything(request)
+    channel, close = await open_channel(gw, request, account, cursor, everything)
     bound = (gw.credentials, gw.account_credential(request, account))
     response = LiveResponse(
         channel_lines(channel, sse), sse, gw.config.keepalive_s, close, bound=bound

@@ -19,7 +19,7 @@ import msgspec
 import structlog
 
 from services.gateway import spec
-from services.gateway.channel import channel_stream, wants_play
+from services.gateway.channel import account_state, channel_stream, wants_play
 from services.gateway.commands import Gateway
 from services.gateway.declare import Operation
 from services.gateway.http import ApiError, Request, Response, decode_body
@@ -139,20 +139,7 @@ async def events(gw: Gateway, request: Request) -> LiveResponse:
 
     async def state() -> tuple[int, bytes]:
         """Where things stand, as of the feed's latest event: its id and the state line."""
-        latest = await feeds.last(account.id)
-        waiting = [
-            c.public()
-            for c in await gw.challenges.mine(account)
-            if c.status == "open" and account.id in c.opponents
-        ]
-        line = {
-            "type": "state",
-            "id": latest,
-            "live": await feeds.live(account.id),
-            "challenges": waiting,
-            "seeks": [s.public() for s in await gw.seeks.mine(account)],
-        }
-        data = msgspec.json.encode(line)
+        latest, _, data = await account_state(gw, account)
         return latest, sse_event(latest, data) if sse else data + b"\n"
 
     # a fresh stream: where things stand, then what happens next
