@@ -74,6 +74,18 @@ class Reader:
     answers: list[Frame] = field(default_factory=list)  # the answers to its moves
     connections: int = 0
     codes: list[int | None] = field(default_factory=list)  # each connection's close code
+    stalls: list[str] = field(default_factory=list)  # where a connection waited in vain
+
+    def stalled(self, stage: str, n: int) -> None:
+        """Record a connection that waited in vain: where, and the last frames it read."""
+        last = [
+            (f["type"], f.get("match_id"), f.get("line", {}).get("type"), f.get("cursor"))
+            for f in self.frames[-4:]
+        ]
+        self.stalls.append(
+            f"connection {self.connections} at {time.strftime('%H:%M:%S')}: {stage} "
+            f"after {n} frames, from cursor {self.cursor}; last frames {last}"
+        )
 
     def take(self, frame: Frame) -> None:
         """Record a frame; a frame with a cursor moves the client's cursor."""
@@ -126,12 +138,19 @@ async def socket_session(
             if e.response.status_code != 429:
                 raise
             await asyncio.sleep(0.1)
+        except TimeoutError:
+            reader.stalled("no handshake in 10 s", 0)
+            raise
     else:
         raise AssertionError("the account's stream places stayed taken")
     n = 0
     try:
         while not done(reader):
-            got = await recv(sock, 30)
+            try:
+                got = await recv(sock, 30)
+            except TimeoutError:
+                reader.stalled("no frame in 30 s", n)
+                raise
             reader.take(got)
             if "cursor" not in got:
                 continue
@@ -246,8 +265,12 @@ def seen_by(g: Gateways, match_id: str, seat: int) -> list[Frame]:
 def check_exact(g: Gateways, token: str, reader: Reader, whole: set[str]) -> None:
     """Every frame read once: the account lines are the feed's, each once, in order; each
     seat's events are its match's log as the seat sees it, once each, in order (from event 1
-    for the matches in ``whole``, followed from their start)."""
-    feed = feed_lines(g.url, token)
+    for the matches in ``whole``, followed from their start). A reader that began fresh
+    reads the feed after its first state frame's id (what came before is in that state)."""
+    first: Frame = reader.frames[0] if reader.frames else {"type": None}
+    fresh = first["type"] == "account" and first["line"]["type"] == "state"
+    start = first["line"]["id"] if fresh else 0
+    feed = [line for line in feed_lines(g.url, token) if line["id"] > start]
     got = reader.account_lines()
     assert [line["id"] for line in got] == [line["id"] for line in feed][: len(got)]
     assert got == feed[: len(got)]

@@ -56,6 +56,15 @@ def _resign(url: str, token: str, match_id: str) -> None:
     assert r.status_code == 200 or r.json().get("reason") == "match_over", r.text
 
 
+def _gateway_said(g: Gateways, name: str) -> list[str]:
+    """The warnings and errors a gateway of the stack logged (its last 20), for a failure."""
+    if g.stack.log_dir is None or not (g.stack.log_dir / f"{name}.log").exists():
+        return []
+    lines = (g.stack.log_dir / f"{name}.log").read_text(errors="replace").splitlines()
+    said = [line for line in lines if "warn" in line.lower() or "error" in line.lower()]
+    return [line[:400] for line in said[-20:]]
+
+
 def _match_ended(frame: Frame) -> bool:
     return frame["type"] == "line" and frame["line"].get("event", {}).get("type") == "match_ended"
 
@@ -139,10 +148,12 @@ def test_a_client_cut_again_and_again_reads_every_frame_once_as_an_uncut_one_doe
                 "challenged": any(line["type"] == "challenge" for line in r.account_lines()),
                 "not_ended": sorted(set(whole) - r.ended()),
                 "not_finished": sorted(set(whole) - finished(r)),
+                "stalls": r.stalls,
             }
             for name, r in (("cut", reader), ("uncut", uncut))
         }
-        raise AssertionError(f"not done in 240 s: {whole} {missing}") from None
+        said = _gateway_said(g, "gateway")
+        raise AssertionError(f"not done in 240 s: {whole} {missing}; {said}") from None
     assert reader.connections > 5
     check_exact(g, token, reader, set(whole))
     check_exact(g, token, uncut, set(whole))
