@@ -19,7 +19,7 @@ from typing import Any
 
 from services.logs import configure
 
-GROUPS = ("engine", "store", "service", "gateway")
+GROUPS = ("engine", "store", "service", "gateway", "scale")
 
 
 def main(argv: list[str]) -> int:
