@@ -24,11 +24,11 @@ $(STAMP): requirements.lock pyproject.toml services/sdk/pyproject.toml
 
 ## Tests, all layers, on TEST_WORKERS processes (2; 1 runs them in this one), after
 ## installing the system packages they use (as root with apt; elsewhere it says what to run);
-## `make test-engine` etc. run one layer.
+## `make test-engine` etc. run one layer. It ends with the 20 slowest tests, where the time goes.
 TEST_WORKERS ?= 2
 WORKERS = $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist worksteal)
 test: $(STAMP) system-packages
-	$(BIN)/pytest -q $(WORKERS)
+	$(BIN)/pytest -q $(WORKERS) --durations=20
 
 system-packages:
 	@bash tests/support/system-packages.sh
