@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from faststream import FastStream
 
 from services.config import Settings
+from services.core.leases import PartitionLeases
 from services.metrics import Exporter
 from services.projections.accounts import AccountFeeds, FinishedFeeds
 from services.projections.archiver import ArchiveQueue, Archiver, Retention
@@ -16,8 +17,14 @@ from services.projections.ratings import RatingsProjector
 from services.redis.apps import consumer_name, run_task, service_app
 from services.redis.connection import Client
 from services.store import MatchSource, open_archive
+from services.store.keys import Keys
 from services.store.projection import RedisCheckpoints
 from services.store.redis import RedisEventStore
+from services.transport.redis import RedisLeaseTable
+
+ROLE = "projector"
+"""The role of the projectors' partition leases: ``<prefix>:{pN}:lease:projector``, and their
+heartbeats in ``<prefix>:holders:projector``."""
 
 
 def every_projection(redis: Client, settings: Settings) -> Projector:
@@ -58,16 +65,32 @@ def archiver_for(redis: Client, settings: Settings, projector: Projector, name: 
     )
 
 
+def projector_leases(redis: Client, settings: Settings, name: str) -> PartitionLeases:
+    """The leases by which projector ``name`` holds its share of the partitions, among the
+    projectors alive (docs/architecture.md, "Projections split by partition")."""
+    keys = Keys(settings.prefix, settings.partitions)
+    table = RedisLeaseTable(redis, keys, role=ROLE)
+    return PartitionLeases(table, settings.partitions, name, settings.lease_ms)
+
+
 def projector_app(
-    url: str, settings: Settings, *, cluster: bool = False, exporter: Exporter | None = None
+    url: str,
+    settings: Settings,
+    name: str | None = None,
+    *,
+    cluster: bool = False,
+    exporter: Exporter | None = None,
 ) -> FastStream:
-    """The projector: keeps every projection up to date (on a Redis Cluster with ``cluster``);
-    its health, readiness and metrics answered by ``exporter``."""
+    """A projector named ``name`` (default: host and pid): keeps the projections of the
+    partitions it holds up to date, beside any other projectors (on a Redis Cluster with
+    ``cluster``); its health, readiness and metrics answered by ``exporter``."""
     exporter = exporter or Exporter.disabled()
+    name = name or consumer_name(ROLE)
 
     async def start(redis: Client) -> Callable[[], Awaitable[None]]:
         projector = every_projection(redis, settings)
-        archiver = archiver_for(redis, settings, projector, consumer_name("projector"))
+        leases = projector_leases(redis, settings, name)
+        archiver = archiver_for(redis, settings, projector, name)
         stop = asyncio.Event()
 
         async def ready() -> str | None:
@@ -75,7 +98,8 @@ def projector_app(
 
         async def both() -> None:
             await asyncio.gather(
-                projector.run(stop), archiver.run(stop, interval=settings.trim_every_s)
+                projector.run(stop, leases=leases),
+                archiver.run(stop, interval=settings.trim_every_s),
             )
 
         exporter.attach(ready)

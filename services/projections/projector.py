@@ -6,6 +6,11 @@ with the log position it has reached (one atomic write), so a restart neither sk
 double-applies an event. Any projection is rebuilt from the log by resetting it and catching
 up from the start. Everything written here is public (C8): summaries come from
 ``public_view``, never from hands.
+
+Several projector processes share the partitions by lease (:meth:`Projector.run` with
+``leases``): each folds the partitions it holds, and what every projection keeps of a
+partition depends on that partition's log alone, so the split changes nothing that is read
+(docs/architecture.md, "Projections split by partition").
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import asyncio
 import contextlib
 import functools
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import NamedTuple, Protocol
 
 import msgspec
@@ -27,6 +32,7 @@ from events.codec import JSON
 from events.envelope import Envelope
 from events.errors import SchemaTooNew
 from events.model import MatchCreated, MatchEnded
+from services.core.leases import PartitionLeases
 from services.core.repository import MatchRepository
 from services.metrics import PROJECTOR_EVENTS, fresh
 from services.projections.identity import kind_of, seat_key
@@ -51,6 +57,12 @@ QUEUE = "archive"
 no longer feeds."""
 FOLLOWING_S = 10.0
 """A projector is ready while a round of following the logs has ended within this long."""
+BATCH = 2000
+"""Log entries read at once."""
+ROUND_LIMIT = 2 * BATCH
+"""At most about this many entries of a partition are read in one round of a projector that
+holds its partitions by lease: a round stays short beside the lease it renewed at its start,
+and a partition far behind is caught up over several rounds."""
 
 
 class Summary(msgspec.Struct, frozen=True, kw_only=True):
@@ -176,14 +188,17 @@ class Projector:
         """Every projection this projector writes."""
         return [self.summary, self.results, *(f.name for f in self.also)]
 
-    async def catch_up(self) -> int:
-        """Apply everything new in every partition's log, read once for all the projections;
-        return how many log entries were read."""
+    async def catch_up(
+        self, partitions: Iterable[int] | None = None, *, limit: int | None = None
+    ) -> int:
+        """Apply everything new in the log of each of ``partitions`` (default: every
+        partition), read once for all the projections — with ``limit``, about that many
+        entries of each at most; return how many log entries were read."""
         read = 0
-        for p in range(self.store.partitions):
+        for p in range(self.store.partitions) if partitions is None else partitions:
             try:
                 read += await catch_up_together(
-                    self.store, self.checkpoints, p, self.members(p), batch=2000
+                    self.store, self.checkpoints, p, self.members(p), batch=BATCH, limit=limit
                 )
             except ProjectionConflict as e:
                 log.warning("projection moved by another writer; resuming", detail=str(e))
@@ -276,10 +291,36 @@ class Projector:
         self._forget()
         return folded
 
-    async def run(self, stop: asyncio.Event, interval: float = 0.2) -> None:
+    async def catch_up_held(self, leases: PartitionLeases) -> int:
+        """One round of a projector that shares the partitions with others: renew its leases
+        and take its share (services/core/leases.py), then apply what is new in each partition
+        it holds, :data:`ROUND_LIMIT` entries of each at most; return how many were read.
+
+        Another projector writing the same partition (this one was too slow to renew, say) is
+        refused by the checkpoints' expected position, and nothing it read is applied twice."""
+        before = set(leases.owned)
+        held = await leases.refresh()
+        if leases.gained:
+            log.info("partitions taken", partitions=sorted(leases.gained), held=sorted(held))
+        if lost := before - held:
+            log.info("partitions given up", partitions=sorted(lost), held=sorted(held))
+            self._forget()  # their matches are another projector's to remember now
+        return await self.catch_up(sorted(held), limit=ROUND_LIMIT)
+
+    async def run(
+        self, stop: asyncio.Event, interval: float = 0.2, leases: PartitionLeases | None = None
+    ) -> None:
         """Follow the logs until ``stop`` is set, a batch every ``interval`` seconds (fewer,
-        larger batches write each live match's summary once per batch)."""
-        await follow(self.catch_up, stop, interval)
+        larger batches write each live match's summary once per batch): every partition's, or
+        with ``leases`` those held (:meth:`catch_up_held`), given back when it stops."""
+        if leases is None:
+            await follow(self.catch_up, stop, interval)
+            return
+        try:
+            await follow(functools.partial(self.catch_up_held, leases), stop, interval)
+        finally:
+            with contextlib.suppress(Exception):  # unreturned leases run out by themselves
+                await leases.release_all()
 
     async def _fold(self, record: Recorded) -> tuple[MatchState, Envelope]:
         """The match state right after ``record``, and the record decoded."""

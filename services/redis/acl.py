@@ -139,6 +139,8 @@ PROJECTOR = Role(
         "{p*}:acct:*",
         "{p*}:lease:archiver",
         "holders:archiver",
+        "{p*}:lease:projector",
+        "holders:projector",
     ),
     meaning="folds the notification logs into the projections and the accounts' feeds, and"
     " archives finished matches",

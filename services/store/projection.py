@@ -183,9 +183,12 @@ async def catch_up_together(
     members: Sequence[tuple[str, Handler]],
     *,
     batch: int = 500,
+    limit: int | None = None,
 ) -> int:
     """Like `catch_up` for several projections of one partition, reading the log once: each
-    batch goes to every projection that has not applied it, each committing its own position.
+    batch goes to every projection that has not applied it, each committing its own position;
+    with ``limit``, no further batch is read once that many entries have been (a caller that
+    holds the partition by a lease comes back for the rest after renewing it).
 
     Returns the number of log entries read. Raises ProjectionConflict if another writer moved
     one of them; calling again resumes every projection from its own position.
@@ -193,7 +196,9 @@ async def catch_up_together(
     positions = {name: await checkpoints.position(name, partition) for name, _ in members}
     start = min(positions.values(), key=_order)
     read = 0
-    while entries := await store.read_log(partition, start, batch):
+    while (limit is None or read < limit) and (
+        entries := await store.read_log(partition, start, batch)
+    ):
         keys: list[tuple[int, ...]] | None = None
         for name, handle in members:
             if positions[name] == start:  # the usual case: every projection in step
