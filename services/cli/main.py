@@ -370,7 +370,8 @@ def cmd_bots(args: argparse.Namespace) -> int:
 
 
 def cmd_projector(args: argparse.Namespace) -> int:
-    """Run the projector until SIGINT or SIGTERM."""
+    """Run a projector (its share of the partitions, beside any others) until SIGINT or
+    SIGTERM."""
     settings = _settings()
     configure(settings.log_level, settings.log_format, service="projector")
     from services.projections.app import projector_app
@@ -379,7 +380,7 @@ def cmd_projector(args: argparse.Namespace) -> int:
         settings,
         "projector",
         lambda url, cluster, exporter: projector_app(
-            url, settings, cluster=cluster, exporter=exporter
+            url, settings, args.name, cluster=cluster, exporter=exporter
         ),
     )
 
@@ -443,6 +444,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             url,
             settings,
             referees=args.referees,
+            projectors=args.projectors,
             pools=pools,
             gateway=args.gateway,
             users=urls.users,
@@ -660,6 +662,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--data-dir", help="where the embedded Redis keeps its files (DOMINO_DATA_DIR)")
     p.add_argument("--referees", type=int, default=1)
+    p.add_argument(
+        "--projectors",
+        type=int,
+        default=1,
+        help="projector processes, sharing the partitions by lease (docs/architecture.md)",
+    )
     p.add_argument("--bots", default="random=1,greedy=1,search=1", help="pool=workers,...")
     p.add_argument(
         "--gateway",
@@ -687,6 +695,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_bots)
 
     p = sub.add_parser("projector", help="keep the projections up to date (needs REDIS_URL)")
+    p.add_argument("--name", help="lease holder name (default: host and pid)")
     p.set_defaults(func=cmd_projector)
 
     p = sub.add_parser("projections", help="rebuild every projection from the logs")

@@ -1,4 +1,4 @@
-"""Run the whole stack as separate processes: referees, bot workers and the projector.
+"""Run the whole stack as separate processes: referees, bot workers and the projectors.
 
 With a metrics port set (DOMINO_METRICS_PORT), the k-th child started serves its metrics,
 health and readiness on that port + k: one port per process, on one host.
@@ -24,6 +24,11 @@ from services.config import ENV, Settings
 from services.redis.acl import BOTS, user_name
 
 
+def projector_name(k: int) -> str:
+    """The name of a stack's k-th projector, as a child and as a lease holder."""
+    return f"projector-{k}" if k else "projector"
+
+
 class Stack:
     """Child processes of the service, each a ``domino`` subcommand, stopped together."""
 
@@ -35,6 +40,7 @@ class Stack:
         referees: int = 1,
         pools: dict[str, int] | None = None,
         projector: bool = True,
+        projectors: int = 1,
         log_dir: str | Path | None = None,
         gateway: bool = False,
         users: Mapping[str, str] | None = None,
@@ -45,7 +51,9 @@ class Stack:
         self.settings = settings
         self.referees = referees
         self.pools = {"random": 1, "greedy": 1} if pools is None else pools
-        self.projector = projector
+        self.projectors = projectors if projector else 0
+        """Projector processes: ``projector``, then ``projector-1``, ``projector-2`` …, each
+        holding its share of the partitions by lease."""
         self.log_dir = Path(log_dir) if log_dir else None
         self.gateway = gateway  # the HTTP gateway, on DOMINO_GATEWAY_HOST and _PORT
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
@@ -114,8 +122,9 @@ class Stack:
                     f"{pool}-{k}",
                     user=user_name(BOTS, pool),
                 )
-        if self.projector:
-            self.spawn("projector", "projector")
+        for k in range(self.projectors):
+            name = projector_name(k)
+            self.spawn(name, "projector", "--name", name)
         if self.gateway:
             self.spawn("gateway", "gateway")
 
