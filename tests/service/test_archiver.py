@@ -19,7 +19,7 @@ from services.store.archive import DirectoryArchive, encode_log
 from services.store.projection import RedisCheckpoints
 from services.store.redis import RedisEventStore
 from services.store.source import MatchSource
-from tests.service.test_projections import _store_match
+from tests.service.test_projections import store_match
 from tests.support.topology import client_for
 
 pytestmark = pytest.mark.service
@@ -37,7 +37,7 @@ async def _scenario(url: str, prefix: str, root: Path) -> None:
         ids = [f"m-{k}" for k in range(4)]
         for k, match_id in enumerate(ids):
             create = CreateMatch(rules=rules, players=("a", "b"), bots=("greedy", "greedy"))
-            await _store_match(store, match_id, create, random.Random(k), END)
+            await store_match(store, match_id, create, random.Random(k), END)
         source = MatchSource(store, archive)
         queue = ArchiveQueue(checkpoints)
         projector = Projector(store, checkpoints, also=[queue], source=source, archive=archive)

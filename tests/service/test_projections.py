@@ -121,7 +121,7 @@ def test_a_match_list_reads_only_the_latest_of_each_partition(
 ANN, BEA = "u-aaaaaaaaaaaa", "u-bbbbbbbbbbbb"
 
 
-async def _store_match(
+async def store_match(
     store: RedisEventStore,
     match_id: str,
     create: CreateMatch,
@@ -170,7 +170,7 @@ async def _results_of_stored_matches(
             (create(("random", "greedy"), ("random", "greedy")), (3, CancelMatch())),
         ]
         for k, (command, stop) in enumerate(matches):
-            await _store_match(store, f"m-{k}", command, rng, 1000.0 + 100 * k, stop)
+            await store_match(store, f"m-{k}", command, rng, 1000.0 + 100 * k, stop)
         checkpoints = RedisCheckpoints(
             redis, partitions=settings.partitions, prefix=settings.prefix
         )
