@@ -62,7 +62,7 @@ BATCH = 2000
 ROUND_LIMIT = 2 * BATCH
 """At most about this many entries of a partition are read in one round of a projector that
 holds its partitions by lease: a round stays short beside the lease it renewed at its start,
-and a partition far behind is caught up over several rounds."""
+and a partition far behind is caught up over several rounds, one straight after another."""
 
 
 class Summary(msgspec.Struct, frozen=True, kw_only=True):
@@ -83,15 +83,22 @@ class Summary(msgspec.Struct, frozen=True, kw_only=True):
 
 
 async def follow(
-    catch_up: Callable[[], Awaitable[int]], stop: asyncio.Event, interval: float
+    catch_up: Callable[[], Awaitable[int]],
+    stop: asyncio.Event,
+    interval: float,
+    again: Callable[[], bool] = lambda: False,
 ) -> None:
-    """Call ``catch_up`` every ``interval`` seconds until ``stop`` is set; a failed round is
-    logged and tried again the next time."""
+    """Call ``catch_up`` every ``interval`` seconds until ``stop`` is set — at once after a
+    round for which ``again()`` says there is more to read; a failed round is logged and tried
+    again the next time."""
     while not stop.is_set():
         try:
             await catch_up()
         except Exception:
             log.exception("projection batch failed; retrying")
+        else:
+            if again():
+                continue
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), interval)
 
@@ -173,6 +180,8 @@ class Projector:
         self.also = list(also)  # more projections fed from the same reads (ratings)
         self.caught_up_at: float | None = None
         """When a round of catching up last ended (``time.monotonic()``)."""
+        self.cut_short = False
+        """Whether the last round left entries unread in a partition (its limit reached)."""
         self._parked_at: dict[int, str] = {}
         """Partition -> why it is parked, as last said in the log."""
         self._forget()
@@ -195,11 +204,14 @@ class Projector:
         partition), read once for all the projections — with ``limit``, about that many
         entries of each at most; return how many log entries were read."""
         read = 0
+        self.cut_short = False
         for p in range(self.store.partitions) if partitions is None else partitions:
             try:
-                read += await catch_up_together(
+                got = await catch_up_together(
                     self.store, self.checkpoints, p, self.members(p), batch=BATCH, limit=limit
                 )
+                read += got
+                self.cut_short = self.cut_short or (limit is not None and got >= limit)
             except ProjectionConflict as e:
                 log.warning("projection moved by another writer; resuming", detail=str(e))
                 self._forget()
@@ -317,7 +329,8 @@ class Projector:
             await follow(self.catch_up, stop, interval)
             return
         try:
-            await follow(functools.partial(self.catch_up_held, leases), stop, interval)
+            held_round = functools.partial(self.catch_up_held, leases)
+            await follow(held_round, stop, interval, again=lambda: self.cut_short)
         finally:
             with contextlib.suppress(Exception):  # unreturned leases run out by themselves
                 await leases.release_all()

@@ -149,6 +149,21 @@ class CheckpointsContract:
             assert order == expected
         assert await catch_up_together(store, restarted, PARTITION, members) == 0
 
+    async def test_a_limited_catch_up_stops_after_the_batch_that_reaches_it_and_goes_on_later(
+        self, store: EventStore, checkpoints: Checkpoints
+    ) -> None:
+        """A projector holding a partition by lease reads a bounded share of it a round."""
+        await self.fill(store)  # 12 entries
+        members = [(NAME, counting(checkpoints))]
+        assert (
+            await catch_up_together(store, checkpoints, PARTITION, members, batch=5, limit=6) == 10
+        )
+        assert (
+            await catch_up_together(store, checkpoints, PARTITION, members, batch=5, limit=6) == 2
+        )
+        order = await self.read_list(checkpoints, checkpoints.key(NAME, PARTITION, "order"))
+        assert order == await self.expected_order(store)
+
     async def test_two_projectors_from_one_position_apply_a_batch_once(
         self, store: EventStore, checkpoints: Checkpoints, restarted: Checkpoints
     ) -> None:
