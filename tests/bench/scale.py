@@ -1,5 +1,5 @@
 """Past one process of each: the service workload on a local Redis Cluster of 3 masters with
-1, 2 and 4 of each of referee and bot worker (and one projector).
+1, 2 and 4 of each of referee, bot worker and projector.
 
 Every process is a child (`domino referee`, `domino bots`, `domino projector`), as in
 production; 200 concurrent four-seat matches of house bots play for a warm-up and a measured
@@ -31,7 +31,7 @@ from services.store.redis import RedisEventStore
 from tests.bench.service import MATCHES, MEASURE_S, _cpu_s
 
 SCALES = (1, 2, 4)
-"""How many of each of referee and bot worker a line runs."""
+"""How many of each of referee, bot worker and projector a line runs."""
 PARTITIONS = 24
 """Enough that four of each hold several partitions apiece, spread over the three masters."""
 WARMUP_S = 4.0
@@ -55,7 +55,7 @@ def run() -> Iterator[dict[str, Any]]:
                 "partitions": PARTITIONS,
                 "referees": n,
                 "bot_workers": n,
-                "projectors": 1,
+                "projectors": n,
                 **figures,
                 "ratio": round(rate / base, 3),
             }
@@ -76,7 +76,7 @@ def _scaled(url: str, n: int, masters: dict[str, int], prefix: str) -> dict[str,
     with (
         logs,
         Stack(
-            url, settings, referees=n, pools={"random": n}, projector=True, log_dir=logs.name
+            url, settings, referees=n, pools={"random": n}, projectors=n, log_dir=logs.name
         ) as stack,
     ):
         pids = {name: p.pid for name, p in stack.processes.items()} | masters
