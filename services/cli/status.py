@@ -1,17 +1,21 @@
 """``domino status``: the service on one screen, read from Redis alone.
 
-Who holds each partition and how long its lease has left, the referees' and bot workers'
-heartbeats, each consumer group's pending and lag, the dead letters, the live matches and the
-events a second of each partition (the notification log sampled twice, ``--interval`` apart).
-Every command names one key and they go pipelined without a transaction, so it reads a Redis
-node and a Redis Cluster alike. Whatever came from Redis is printed escaped (a name may hold
-a terminal's control characters); ``--json`` prints the same as one JSON object.
+For every role whose processes share the partitions by lease — referee, projector, archiver,
+and any other found in Redis (``bots-<pool>``, say) — who holds each partition, how long its
+lease has left and each process's heartbeat; the bot workers' heartbeats, each consumer group's
+pending and lag, the dead letters, the live matches and the events a second of each partition
+(the notification log sampled twice, ``--interval`` apart). Every command names one key and
+they go pipelined without a transaction, and the roles are found by a SCAN, which a cluster
+client sends to every master: it reads a Redis node and a Redis Cluster alike. Whatever came
+from Redis is printed escaped (a name may hold a terminal's control characters); ``--json``
+prints the same as one JSON object.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import time
 from typing import Any
@@ -32,6 +36,11 @@ from services.transport.stats import UNKNOWN_LAG, GroupState, group_states
 
 DEAD_SHOWN = 3
 """The latest dead letters shown with their reasons."""
+REFEREE = "referee"
+SHOWN_ALWAYS = (REFEREE, "projector", "archiver")
+"""The roles every deployment runs, shown even when Redis holds nothing of theirs (each
+partition then held by nobody); another role is shown once a process of it has left its
+heartbeats in ``<prefix>:holders:<role>``."""
 _BEATS = LuaScript(
     """
 -- KEYS: a set of heartbeats. They, and the server's clock they were written on (s, us).
@@ -48,8 +57,25 @@ class Heartbeat(msgspec.Struct, frozen=True):
     age_s: float
 
 
+class Lease(msgspec.Struct, frozen=True):
+    """Who holds one partition for a role, and how long the lease has left (None: nobody)."""
+
+    partition: int
+    holder: str | None
+    lease_left_s: float | None
+
+
+class Role(msgspec.Struct, frozen=True):
+    """A role whose processes share the partitions by lease: their heartbeats (on the Redis
+    server's clock) and each partition's lease."""
+
+    role: str
+    heartbeats: list[Heartbeat]
+    leases: list[Lease]
+
+
 class Partition(msgspec.Struct, frozen=True):
-    """One partition: its lease, its live matches and how fast its log grows."""
+    """One partition: its referee's lease, its live matches and how fast its log grows."""
 
     partition: int
     owner: str | None
@@ -85,6 +111,7 @@ class Status(msgspec.Struct, frozen=True):
     sampled_s: float
     referees: list[Heartbeat]
     pools: dict[str, list[Heartbeat]]
+    roles: list[Role]
     partitions: list[Partition]
     groups: list[Group]
     dead_letters: int
@@ -115,12 +142,11 @@ def _server_now(reply: Any) -> float:
     return int(reply[0]) + int(reply[1]) / 1e6
 
 
-async def _referees(redis: Client, keys: Keys) -> list[Heartbeat]:
-    # the referees write their beats on the server's clock, in milliseconds
-    reply = await _BEATS(redis, [keys.referees], [])
-    now_ms, flat = _server_now(reply) * 1000, reply[2]
+def _heartbeats(reply: Any, per_s: float) -> list[Heartbeat]:
+    """The heartbeats of a ``_BEATS`` reply whose scores count ``per_s`` to a second."""
+    now, flat = _server_now(reply) * per_s, reply[2]
     return [
-        Heartbeat(_text(flat[i]), round((now_ms - float(flat[i + 1])) / 1000, 1))
+        Heartbeat(_text(flat[i]), round((now - float(flat[i + 1])) / per_s, 1))
         for i in range(0, len(flat), 2)
     ]
 
@@ -131,30 +157,66 @@ async def _pools(redis: Client, keys: Keys) -> dict[str, list[Heartbeat]]:
     for pool, reply in zip(STRATEGIES, await _BEATS.many(redis, calls), strict=True):
         if isinstance(reply, Exception):
             raise reply
-        now, flat = _server_now(reply), reply[2]
-        workers = [
-            Heartbeat(_text(flat[i]), round(now - float(flat[i + 1]), 1))
-            for i in range(0, len(flat), 2)
-        ]
+        workers = _heartbeats(reply, 1)  # a worker beats in seconds
         if workers:
             pools[pool] = workers
     return pools
 
 
-async def _leases(redis: Client, keys: Keys) -> list[tuple[str | None, float | None, int]]:
-    """Each partition's lease holder, its lease's time left (s) and its live matches."""
+def _role_keys(keys: Keys, role: str) -> tuple[str, list[str]]:
+    """A role's heartbeats and each partition's lease, as RedisLeaseTable names them: the
+    referees' are ``<prefix>:referees`` and ``{pN}:owner``, every other role's
+    ``<prefix>:holders:<role>`` and ``{pN}:lease:<role>``."""
+    if role == REFEREE:
+        return keys.referees, [keys.owner(p) for p in range(keys.partitions)]
+    return keys.holders(role), [keys.lease(p, role) for p in range(keys.partitions)]
+
+
+async def _roles_found(redis: Client, keys: Keys) -> list[str]:
+    """:data:`SHOWN_ALWAYS`, then by name every other role with heartbeats in Redis."""
+    head = keys.holders(REFEREE).removesuffix(REFEREE)  # "<prefix>:holders:"
+    found = set()
+    # every prefix's heartbeats matched, this one's picked here: a prefix may hold a glob's *
+    async for raw in redis.scan_iter(match="*:holders:*", count=1000, _type="zset"):
+        key = _text(raw)
+        role = key.removeprefix(head)
+        with contextlib.suppress(ValueError):  # not a role's name: no process of ours wrote it
+            if key.startswith(head) and keys.holders(role) == key:
+                found.add(role)
+    return [*SHOWN_ALWAYS, *sorted(found - set(SHOWN_ALWAYS))]
+
+
+async def _roles(redis: Client, keys: Keys) -> list[Role]:
+    """Every role's heartbeats and leases, the heartbeats' scripts and the leases' reads each
+    in one pipeline."""
+    roles = await _roles_found(redis, keys)
+    named = [_role_keys(keys, role) for role in roles]
+    beats = await _BEATS.many(redis, [([heartbeats], []) for heartbeats, _ in named])
+    pipe = redis.pipeline(transaction=False)
+    for _, lease_keys in named:
+        for key in lease_keys:
+            pipe.get(key)
+            pipe.pttl(key)
+    replies = iter(await pipe.execute())
+    out = []
+    for role, reply in zip(roles, beats, strict=True):
+        if isinstance(reply, Exception):
+            raise reply
+        leases: list[Lease] = []
+        for p in range(keys.partitions):
+            holder, ttl = next(replies), next(replies)
+            left = round(int(ttl) / 1000, 1) if holder is not None and int(ttl) >= 0 else None
+            leases.append(Lease(p, None if holder is None else _text(holder), left))
+        out.append(Role(role, _heartbeats(reply, 1000), leases))  # a holder beats in ms
+    return out
+
+
+async def _live(redis: Client, keys: Keys) -> list[int]:
+    """Each partition's live matches."""
     pipe = redis.pipeline(transaction=False)
     for p in range(keys.partitions):
-        pipe.get(keys.owner(p))
-        pipe.pttl(keys.owner(p))
         pipe.zcard(keys.watch(p))
-    replies = await pipe.execute()
-    out: list[tuple[str | None, float | None, int]] = []
-    for p in range(keys.partitions):
-        owner, ttl, live = replies[3 * p : 3 * p + 3]
-        left = round(int(ttl) / 1000, 1) if owner is not None and int(ttl) >= 0 else None
-        out.append((None if owner is None else _text(owner), left, int(live)))
-    return out
+    return [int(live) for live in await pipe.execute()]
 
 
 async def _dead_letters(redis: Client, keys: Keys) -> tuple[int, list[DeadLetter]]:
@@ -180,28 +242,30 @@ async def read_status(redis: Client, keys: Keys, interval_s: float = 1.0) -> Sta
     streams = [keys.commands(p) for p in range(keys.partitions)]
     streams += [keys.turns(p, pool) for pool in STRATEGIES for p in range(keys.partitions)]
     groups = await group_states(redis, streams)
-    referees = await _referees(redis, keys)
+    roles = await _roles(redis, keys)
     pools = await _pools(redis, keys)
-    leases = await _leases(redis, keys)
+    live = await _live(redis, keys)
     dead, latest = await _dead_letters(redis, keys)
     await asyncio.sleep(max(0.0, interval_s - (time.monotonic() - started)))
     after, elapsed = await _log_counts(redis, keys), time.monotonic() - started
+    referee = roles[SHOWN_ALWAYS.index(REFEREE)]
     partitions = [
         Partition(
             partition=p,
-            owner=owner,
-            lease_left_s=left,
-            live_matches=live,
+            owner=lease.holder,
+            lease_left_s=lease.lease_left_s,
+            live_matches=live[p],
             log_entries=after[p],
             events_per_s=round((after[p] - before[p]) / elapsed, 1) if elapsed > 0 else None,
         )
-        for p, (owner, left, live) in enumerate(leases)
+        for p, lease in enumerate(referee.leases)
     ]
     return Status(
         prefix=keys.prefix,
         sampled_s=round(elapsed, 2),
-        referees=referees,
+        referees=referee.heartbeats,
         pools=pools,
+        roles=roles,
         partitions=partitions,
         groups=[_group(g) for g in groups],
         dead_letters=dead,
@@ -226,20 +290,61 @@ def _lag(lags: list[int]) -> str:
     return str(sum(lags))
 
 
+def _ranges(partitions: list[int]) -> str:
+    """Partitions in order, each run of them shortened: ``0-3 6 8-9``."""
+    runs: list[list[int]] = []
+    for p in sorted(partitions):
+        if runs and p == runs[-1][-1] + 1:
+            runs[-1].append(p)
+        else:
+            runs.append([p])
+    return " ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs) or "-"
+
+
+def _role_lines(role: Role) -> list[str]:
+    """A role's processes, one a line — the heartbeat's age, the shortest lease left and the
+    partitions held — then ``nobody`` and the partitions nobody holds, if any. A process with
+    leases and no heartbeat left is one whose heartbeat ran out before its leases did."""
+    ages = {b.name: b.age_s for b in role.heartbeats}
+    held: dict[str | None, list[Lease]] = {}
+    for lease in role.leases:
+        held.setdefault(lease.holder, []).append(lease)
+    named = sorted(set(ages) | {h for h in held if h is not None})
+    holders: list[str | None] = [*named, *([None] if None in held else [])]
+    lines = []
+    for k, holder in enumerate(holders):
+        leases = held.get(holder, [])
+        lefts = [lease.lease_left_s for lease in leases if lease.lease_left_s is not None]
+        age = None if holder is None else ages.get(holder)
+        beat = "-" if holder is None else "none" if age is None else f"{age:.1f} s ago"
+        left = f"{min(lefts):.1f} s" if lefts else "-"
+        name = "nobody" if holder is None else shown(holder)
+        label = shown(role.role) if k == 0 else ""
+        lines.append(
+            f"{label[:16]:<16} {name[:24]:<24} {beat:>12} {left:>10}  "
+            f"{_ranges([lease.partition for lease in leases])}"
+        )
+    return lines
+
+
 def render(status: Status, where: str) -> list[str]:
     """The screen's lines; every name and text from Redis escaped."""
     lines = [
         f"domino status of {shown(where)}, prefix {shown(status.prefix)}, "
         f"{len(status.partitions)} partitions (logs sampled over {status.sampled_s:.1f} s)",
         "",
-        f"referees (heartbeats): {_beats(status.referees)}",
+        f"{'role':<16} {'process':<24} {'heartbeat':>12} {'lease left':>10}  partitions held",
     ]
+    for role in status.roles:
+        lines += _role_lines(role)
+    if status.pools:
+        lines.append("")
     for pool, workers in sorted(status.pools.items()):
         lines.append(f"bot pool {shown(pool)} (heartbeats): {_beats(workers)}")
-    commands = {g.stream: g for g in status.groups if g.group == "referee"}
+    commands = {g.stream: g for g in status.groups if g.group == REFEREE}
     lines += [
         "",
-        f"{'partition':>9}  {'held by':<24} {'lease left':>10} {'live':>6} "
+        f"{'partition':>9}  {'referee':<24} {'lease left':>10} {'live':>6} "
         f"{'cmd pending':>11} {'cmd lag':>7} {'events/s':>9}",
     ]
     keys = Keys(status.prefix, len(status.partitions))

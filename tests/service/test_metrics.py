@@ -1,6 +1,6 @@
 """Metrics, health and readiness of every process, and ``domino status``: a real stack (referee,
-bot workers, projector, gateway) on the session's Redis, each process on its own metrics port
-as ``domino up`` gives them, scraped over HTTP after it has played matches."""
+bot workers, two projectors, gateway) on the session's Redis, each process on its own metrics
+port as ``domino up`` gives them, scraped over HTTP after it has played matches."""
 
 from __future__ import annotations
 
@@ -13,8 +13,10 @@ import re
 import socket
 import subprocess
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 import pytest
@@ -23,7 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from engine.rules import Rules
 from services.cli.clients import service_client
-from services.cli.supervisor import Stack
+from services.cli.supervisor import Stack, projector_name
 from services.config import ENV, Settings
 from services.metrics import LATENCY, observe_many
 from tests.gateway.conftest import OPERATOR, create, free_port, join, wait_healthy
@@ -35,6 +37,8 @@ from tests.support.topology import client_for, sync_client_for
 pytestmark = pytest.mark.service
 
 POOLS = {"random": 1, "greedy": 1}
+PROJECTORS = 2
+"""Projectors of the stack, sharing its 4 partitions by lease: 2 each."""
 OWN = {  # the metrics each kind of process serves, as the contract names them
     "referee": {
         "domino_moves_decided_total",
@@ -134,9 +138,9 @@ def play(url: str, settings: Settings, seats: list[list[str | None]]) -> list[st
 
 @pytest.fixture(scope="module")
 def metered(redis_url: str) -> Iterator[Metered]:
-    """Referee, a random and a greedy bot worker, projector and gateway, each on its own
+    """Referee, a random and a greedy bot worker, two projectors and gateway, each on its own
     metrics port (base + k, in the order they start), after two whole matches."""
-    processes = 1 + len(POOLS) + 1 + 1
+    processes = 1 + len(POOLS) + PROJECTORS + 1
     base = consecutive_free_ports(processes)
     settings = Settings(
         redis_url=redis_url,
@@ -151,7 +155,7 @@ def metered(redis_url: str) -> Iterator[Metered]:
     saved = os.environ.get("DOMINO_OPERATOR_TOKEN")
     os.environ["DOMINO_OPERATOR_TOKEN"] = OPERATOR
     try:
-        with Stack(redis_url, settings, pools=POOLS) as stack:
+        with Stack(redis_url, settings, pools=POOLS, projectors=PROJECTORS) as stack:
             stack.spawn("gateway", "gateway", "--host", "127.0.0.1", "--port", str(public))
             gateway = f"http://127.0.0.1:{public}"
             wait_healthy(gateway, stack.processes["gateway"])
@@ -187,7 +191,7 @@ def test_the_supervisor_gives_each_process_the_next_port_in_the_order_they_start
     metered: Metered,
 ) -> None:
     base = metered.settings.metrics_port
-    names = ["referee-0", "bots-random-0", "bots-greedy-0", "projector", "gateway"]
+    names = ["referee-0", "bots-random-0", "bots-greedy-0", "projector", "projector-1", "gateway"]
     assert metered.ports == {name: base + k for k, name in enumerate(names)}
 
 
@@ -197,6 +201,7 @@ def test_every_process_serves_the_metrics_of_its_kind(metered: Metered) -> None:
         "bots-random-0": "bots",
         "bots-greedy-0": "bots",
         "projector": "projector",
+        "projector-1": "projector",
         "gateway": "gateway",
     }
     for process, kind in kinds.items():
@@ -222,8 +227,9 @@ def test_the_counters_moved_with_the_matches_played(metered: Metered) -> None:
         bots = scrape(metered.url(f"bots-{pool}-0"))
         assert bots["domino_bot_turns_total"][(("pool", pool),)] > 0
         assert bots["domino_bot_think_seconds_count"][(("pool", pool),)] > 0
-    projector = scrape(metered.url("projector"))
-    assert projector["domino_projector_events_total"][()] >= sum(decided.values())
+    folded = [scrape(metered.url(projector_name(k))) for k in range(PROJECTORS)]
+    events = sum(p["domino_projector_events_total"][()] for p in folded)
+    assert events >= sum(decided.values())  # each partition's events, by whoever held it
 
 
 def test_the_groups_lag_and_pending_are_read_for_every_stream_a_process_reads(
@@ -380,9 +386,119 @@ def test_domino_status_reports_partitions_leases_heartbeats_and_the_groups_pendi
             assert groups[group, stream]["pending"] == 0
             assert groups[group, stream]["lag"] in (0, -1)
     assert status["dead_letters"] == 0
+    roles = {role["role"]: role for role in status["roles"]}
+    assert list(roles) == ["referee", "projector", "archiver"]
+    assert roles["referee"]["heartbeats"] == status["referees"]
+    assert [(lease["partition"], lease["holder"]) for lease in roles["referee"]["leases"]] == [
+        (p["partition"], p["owner"]) for p in partitions
+    ]
     screen = domino(metered.settings, "status", "--interval", "0")
     assert screen.returncode == 0, screen.stderr
     assert "referee-0" in screen.stdout and "bots-greedy" in screen.stdout
+
+
+def test_domino_status_shows_each_projector_holding_its_share_of_the_partitions(
+    metered: Metered,
+) -> None:
+    """The two projectors' leases and heartbeats, read as the referees' are: each holds
+    ⌈4 / 2⌉ partitions, the archivers beside them hold theirs under the role ``archiver``,
+    and the screen gives each projector a line with the partitions it holds."""
+    projectors = [projector_name(k) for k in range(PROJECTORS)]
+    deadline = time.monotonic() + 30  # the second to start takes its share within rounds
+    while True:
+        roles = {role["role"]: role for role in status_of(metered.settings)["roles"]}
+        held = Counter(lease["holder"] for lease in roles["projector"]["leases"])
+        if held == dict.fromkeys(projectors, 2) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert held == dict.fromkeys(projectors, 2), roles["projector"]
+    projector = roles["projector"]
+    assert sorted(beat["name"] for beat in projector["heartbeats"]) == projectors
+    assert all(0 <= beat["age_s"] <= 1.5 for beat in projector["heartbeats"])
+    assert all(0 < lease["lease_left_s"] <= 1.5 for lease in projector["leases"])
+    archiver = roles["archiver"]  # its rounds come every DOMINO_TRIM_EVERY_S: held or lapsed
+    assert {beat["name"] for beat in archiver["heartbeats"]} <= set(projectors)
+    assert {lease["holder"] for lease in archiver["leases"]} <= {*projectors, None}
+    screen = domino(metered.settings, "status", "--interval", "0")
+    assert screen.returncode == 0, screen.stderr
+    role, shown = "", {}
+    for line in screen.stdout.splitlines():
+        if line[:1].strip():  # a role's first line names it, the lines of its others follow
+            role = line.split()[0]
+        row = re.fullmatch(r"\S*\s+(projector(?:-\d)?)\s+[\d.]+ s ago\s+[\d.]+ s  (.+)", line)
+        if role == "projector" and row:
+            shown[row[1]] = row[2]
+    assert sorted(shown) == projectors, screen.stdout
+    assert all(len(partitions_in(listed)) == 2 for listed in shown.values()), screen.stdout
+
+
+def status_of(settings: Settings) -> dict[str, Any]:
+    """``domino status --json`` at once (the logs not sampled)."""
+    done = domino(settings, "status", "--json", "--interval", "0")
+    assert done.returncode == 0, done.stderr
+    status: dict[str, Any] = json.loads(done.stdout)
+    return status
+
+
+def partitions_in(ranges: str) -> list[int]:
+    """The partitions a status line lists: ``0-2 5`` is 0, 1, 2 and 5."""
+    out = []
+    for run in ranges.split():
+        first, _, last = run.partition("-")
+        out += range(int(first), int(last or first) + 1)
+    return out
+
+
+@pytest.mark.both_topologies
+def test_domino_status_finds_every_role_by_its_heartbeats_and_shows_what_nobody_holds(
+    redis_url: str, key_prefix: str
+) -> None:
+    """Any role with heartbeats under the prefix (``<prefix>:holders:<role>``) is found, on
+    every master of a cluster, and shown after the referee, projector and archiver (which are
+    shown always); each partition's lease for it, a holder whose heartbeat ran out before its
+    lease did, and the partitions no process holds, as nobody's. Another prefix's roles, and a
+    key that names no role, are not shown."""
+    settings = Settings(redis_url=redis_url, prefix=key_prefix, partitions=3)
+    with sync_client_for(redis_url) as redis:
+        seconds, micros = redis.time()
+        now_ms = seconds * 1000 + micros / 1000  # heartbeats are on the server's clock
+        redis.zadd(f"{key_prefix}:holders:bots-search", {"search-0": now_ms, "search-1": now_ms})
+        for p in (0, 2):
+            redis.set(f"{key_prefix}:{{p{p}}}:lease:bots-search", "search-0", px=60_000)
+        redis.zadd(f"{key_prefix}:holders:projector", {"projector-1": now_ms - 400})
+        redis.set(f"{key_prefix}:{{p1}}:lease:projector", "gone", px=60_000)
+        redis.zadd(f"{key_prefix}x:holders:elsewhere", {"other": now_ms})
+        redis.zadd(f"{key_prefix}:holders:no role", {"other": now_ms})
+    status = status_of(settings)
+    roles = {role["role"]: role for role in status["roles"]}
+    assert list(roles) == ["referee", "projector", "archiver", "bots-search"]
+    bots = roles["bots-search"]
+    assert sorted(beat["name"] for beat in bots["heartbeats"]) == ["search-0", "search-1"]
+    assert [lease["holder"] for lease in bots["leases"]] == ["search-0", None, "search-0"]
+    assert [lease["lease_left_s"] is None for lease in bots["leases"]] == [False, True, False]
+    assert all(0 < lease["lease_left_s"] <= 60 for lease in bots["leases"] if lease["holder"])
+    (beat,) = roles["projector"]["heartbeats"]
+    assert beat["name"] == "projector-1" and 0.4 <= beat["age_s"] < 30
+    assert [lease["holder"] for lease in roles["projector"]["leases"]] == [None, "gone", None]
+    for role in ("referee", "archiver"):
+        assert roles[role]["heartbeats"] == []
+        assert [lease["holder"] for lease in roles[role]["leases"]] == [None, None, None]
+    assert [p["owner"] for p in status["partitions"]] == [None, None, None]
+    screen = domino(settings, "status", "--interval", "0")
+    assert screen.returncode == 0, screen.stderr
+    lines = [" ".join(line.split()) for line in screen.stdout.splitlines()]
+    for expected in (
+        "referee nobody - - 0-2",
+        r"projector gone none [\d.]+ s 1",  # its heartbeat gone, its lease not yet
+        r"projector-1 [\d.]+ s ago - -",  # alive, holding nothing
+        "nobody - - 0 2",
+        "archiver nobody - - 0-2",
+        r"bots-search search-0 [\d.]+ s ago [\d.]+ s 0 2",
+        r"search-1 [\d.]+ s ago - -",
+        "nobody - - 1",
+    ):
+        assert any(re.fullmatch(expected, line) for line in lines), (expected, screen.stdout)
+    assert "elsewhere" not in screen.stdout and "no role" not in screen.stdout
 
 
 def test_domino_status_prints_what_it_read_from_redis_escaped(
