@@ -38,6 +38,7 @@ from services.config import ENV
 from services.gateway.config import ENV as GATEWAY_ENV
 from services.metrics import GROUPS
 from services.redis import acl
+from services.redis.apps import consumer_name
 from services.redis.servers import server_binary
 from tests.support.tools import missing
 
@@ -49,6 +50,10 @@ K8S = DEPLOY / "k8s"
 COMPOSE_FILES = ("compose.yaml", "compose.single.yaml")
 SERVICE_SETTINGS = set(ENV.values())
 GATEWAY_SETTINGS = SERVICE_SETTINGS | set(GATEWAY_ENV.values())
+LEASED = ("referee", "projector")
+"""The roles whose processes share the partitions by lease (docs/architecture.md)."""
+NAMED_BY_HOST = (*LEASED, "bots")
+"""The roles whose processes each need a name of their own: a lease holder, a group's consumer."""
 KUBERNETES_VERSIONS = ("1.30.0", kubernetes_validate.latest_version())
 """The oldest Kubernetes the manifests are for, and the newest the schemas know."""
 
@@ -233,7 +238,6 @@ def test_compose_services_wait_for_the_cluster_and_know_it_is_one() -> None:
         assert host in services and "cluster-announce-hostname" in str(services[host]["command"])
         assert port == conf["port"]
     assert services["referee"]["deploy"]["replicas"] == 2
-    assert services["projector"]["deploy"]["replicas"] == 1
 
 
 def test_the_single_node_compose_runs_redis_with_aof_and_two_referees() -> None:
@@ -245,6 +249,25 @@ def test_the_single_node_compose_runs_redis_with_aof_and_two_referees() -> None:
     for service, spec in domino_services("compose.single.yaml").items():
         assert re.fullmatch(r"redis://redis:6379/\d+", spec["environment"]["REDIS_URL"])
         assert spec["environment"].get("DOMINO_REDIS_CLUSTER", "0") == "0", service
+
+
+@pytest.mark.parametrize("name", COMPOSE_FILES)
+def test_compose_scales_referees_and_projectors_each_replica_named_by_its_own_host(
+    name: str,
+) -> None:
+    """Referees and projectors share the partitions by lease, so both run several replicas,
+    each a lease holder of its own: named by its container's host name and its pid (the
+    default), never by a ``--name``, a ``hostname`` or a ``container_name`` every replica
+    would share. Bot workers, consumers of one group, are named the same way."""
+    parser = build_parser()
+    for service, spec in domino_services(name).items():
+        role = spec["command"][0]
+        if role in LEASED:
+            assert spec["deploy"]["replicas"] >= 2, service
+        if role in NAMED_BY_HOST:
+            assert parser.parse_args(spec["command"]).name is None, service
+            assert "hostname" not in spec and "container_name" not in spec, service
+    assert {spec["command"][0] for spec in domino_services(name).values()} >= set(LEASED)
 
 
 def test_the_cluster_init_script_is_valid_sh() -> None:
@@ -621,7 +644,9 @@ def test_every_pod_is_scraped_on_its_metrics_port() -> None:
         assert int(annotations["prometheus.io/port"]) == ports["metrics"], name
 
 
-def test_deployments_select_their_own_pods_and_referees_and_gateways_have_budgets() -> None:
+def test_deployments_select_their_own_pods_and_referees_projectors_and_gateways_have_budgets() -> (
+    None
+):
     deployments = of_kind("Deployment")
     selectors = {}
     for name, deployment in deployments.items():
@@ -634,18 +659,45 @@ def test_deployments_select_their_own_pods_and_referees_and_gateways_have_budget
             if other != name:
                 assert not selector.items() <= labels.items(), f"{name} would select {other}"
     assert deployments["referee"]["spec"]["replicas"] == 2
-    assert deployments["projector"]["spec"]["replicas"] == 1
-    assert deployments["projector"]["spec"]["strategy"]["type"] == "Recreate"
     assert {n for n in deployments if n.startswith("bots-")} == {
         "bots-random",
         "bots-greedy",
         "bots-search",
     }
     budgets = of_kind("PodDisruptionBudget")
-    assert set(budgets) == {"referee", "gateway"}
+    assert set(budgets) == {"referee", "projector", "gateway"}
     for name, budget in budgets.items():
         assert budget["spec"]["selector"]["matchLabels"] == selectors[name]
         assert budget["spec"]["minAvailable"] < deployments[name]["spec"]["replicas"]
+
+
+def test_referees_and_projectors_scale_each_pod_named_by_its_own_host() -> None:
+    """As in compose: several replicas of each role that shares the partitions by lease,
+    rolled out as any Deployment (two at once is how they run), spread over nodes, each pod a
+    lease holder named by its host name — the pod's own name — and its pid: no ``--name``
+    and no ``hostname`` every replica would share."""
+    parser = build_parser()
+    deployments = of_kind("Deployment")
+    leased = set()
+    for name, deployment in deployments.items():
+        spec = deployment["spec"]
+        (container,) = spec["template"]["spec"]["containers"]
+        role = container["args"][0]
+        if role in LEASED:
+            leased.add(role)
+            assert spec["replicas"] >= 2, name
+            assert spec.get("strategy", {}).get("type", "RollingUpdate") == "RollingUpdate"
+            (spread,) = spec["template"]["spec"]["topologySpreadConstraints"]
+            assert spread["labelSelector"]["matchLabels"] == spec["selector"]["matchLabels"]
+        if role in NAMED_BY_HOST:
+            assert parser.parse_args(container["args"]).name is None, name
+            assert "hostname" not in spec["template"]["spec"], name
+    assert leased == set(LEASED)
+
+
+def test_a_process_named_by_default_is_named_by_its_host_and_pid() -> None:
+    """What the deployments rely on for a name of each replica's own (services/redis/apps.py)."""
+    assert consumer_name("projector") == f"projector-{socket.gethostname()}-{os.getpid()}"
 
 
 def test_the_gateway_service_and_ingress_reach_the_gateways_http_port() -> None:
