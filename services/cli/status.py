@@ -36,6 +36,8 @@ from services.transport.stats import UNKNOWN_LAG, GroupState, group_states
 
 DEAD_SHOWN = 3
 """The latest dead letters shown with their reasons."""
+NAME_WIDTH = 64
+"""The widest a column of names grows on the screen; a longer name is cut there."""
 REFEREE = "referee"
 SHOWN_ALWAYS = (REFEREE, "projector", "archiver")
 """The roles every deployment runs, shown even when Redis holds nothing of theirs (each
@@ -301,7 +303,18 @@ def _ranges(partitions: list[int]) -> str:
     return " ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs) or "-"
 
 
-def _role_lines(role: Role) -> list[str]:
+def _width(names: list[str], least: int, most: int = NAME_WIDTH) -> int:
+    """A column wide enough for ``names`` (escaped), at least ``least`` and at most ``most``."""
+    return max(least, min(most, max((len(shown(n)) for n in names), default=0)))
+
+
+def _holders(roles: list[Role]) -> list[str]:
+    """Every process named in the roles' heartbeats and leases."""
+    beats = [b.name for role in roles for b in role.heartbeats]
+    return beats + [lease.holder for role in roles for lease in role.leases if lease.holder]
+
+
+def _role_lines(role: Role, roles_width: int, names_width: int) -> list[str]:
     """A role's processes, one a line — the heartbeat's age, the shortest lease left and the
     partitions held — then ``nobody`` and the partitions nobody holds, if any. A process with
     leases and no heartbeat left is one whose heartbeat ran out before its leases did."""
@@ -321,30 +334,35 @@ def _role_lines(role: Role) -> list[str]:
         name = "nobody" if holder is None else shown(holder)
         label = shown(role.role) if k == 0 else ""
         lines.append(
-            f"{label[:16]:<16} {name[:24]:<24} {beat:>12} {left:>10}  "
-            f"{_ranges([lease.partition for lease in leases])}"
+            f"{label[:roles_width]:<{roles_width}} {name[:names_width]:<{names_width}} "
+            f"{beat:>12} {left:>10}  {_ranges([lease.partition for lease in leases])}"
         )
     return lines
 
 
 def render(status: Status, where: str) -> list[str]:
-    """The screen's lines; every name and text from Redis escaped."""
+    """The screen's lines; every name and text from Redis escaped, each column of names as
+    wide as its longest (up to :data:`NAME_WIDTH`): pods' names differ only at their ends."""
+    roles = _width([r.role for r in status.roles], len("role"))
+    names = _width(_holders(status.roles), len("process"))
     lines = [
         f"domino status of {shown(where)}, prefix {shown(status.prefix)}, "
         f"{len(status.partitions)} partitions (logs sampled over {status.sampled_s:.1f} s)",
         "",
-        f"{'role':<16} {'process':<24} {'heartbeat':>12} {'lease left':>10}  partitions held",
+        f"{'role':<{roles}} {'process':<{names}} {'heartbeat':>12} {'lease left':>10}  "
+        "partitions held",
     ]
     for role in status.roles:
-        lines += _role_lines(role)
+        lines += _role_lines(role, roles, names)
     if status.pools:
         lines.append("")
     for pool, workers in sorted(status.pools.items()):
         lines.append(f"bot pool {shown(pool)} (heartbeats): {_beats(workers)}")
     commands = {g.stream: g for g in status.groups if g.group == REFEREE}
+    referees = _width([p.owner for p in status.partitions if p.owner], len("referee"))
     lines += [
         "",
-        f"{'partition':>9}  {'referee':<24} {'lease left':>10} {'live':>6} "
+        f"{'partition':>9}  {'referee':<{referees}} {'lease left':>10} {'live':>6} "
         f"{'cmd pending':>11} {'cmd lag':>7} {'events/s':>9}",
     ]
     keys = Keys(status.prefix, len(status.partitions))
@@ -356,7 +374,7 @@ def render(status: Status, where: str) -> list[str]:
         pending = "-" if group is None else str(group.pending)
         lag = "-" if group is None else _lag([group.lag])
         lines.append(
-            f"{p.partition:>9}  {held[:24]:<24} {left:>10} {p.live_matches:>6} "
+            f"{p.partition:>9}  {held[:referees]:<{referees}} {left:>10} {p.live_matches:>6} "
             f"{pending:>11} {lag:>7} {rate:>9}"
         )
     lines += ["", f"{'group':<24} {'streams':>7} {'consumers':>9} {'pending':>9} {'lag':>9}"]
