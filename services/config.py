@@ -180,7 +180,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     ] = 5000
     lease_ms: Annotated[
         int,
-        Var("DOMINO_LEASE_MS", "a referee's hold on its partitions lasts this long unrenewed"),
+        Var(
+            "DOMINO_LEASE_MS",
+            "a process's hold on its partitions lasts this long unrenewed, in every role that"
+            " shares them by lease (referees, projectors, archivers: `domino status` lists them)",
+        ),
     ] = 10000
     stall_ms: Annotated[
         int,
