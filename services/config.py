@@ -283,6 +283,22 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             "how often streams are trimmed and finished matches archived",
         ),
     ] = 5.0
+    compact_every_s: Annotated[
+        float,
+        Var(
+            "DOMINO_COMPACT_EVERY_S",
+            "how often the results of archived matches are folded into the compacted ratings"
+            " table and leave Redis",
+        ),
+    ] = 60.0
+    compact_margin_s: Annotated[
+        float,
+        Var(
+            "DOMINO_COMPACT_MARGIN_S",
+            "a result is compacted only once every partition's ratings have passed its end by"
+            " this much (the referees' clocks against Redis's, and an end's way to the log)",
+        ),
+    ] = 60.0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -313,6 +329,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             )
         if not 0.05 <= settings.trim_every_s <= 3600:
             raise ConfigError("DOMINO_TRIM_EVERY_S is 0.05 to 3600 seconds")
+        if settings.compact_every_s < 0 or settings.compact_margin_s < 0:
+            raise ConfigError("DOMINO_COMPACT_EVERY_S and DOMINO_COMPACT_MARGIN_S are ≥ 0")
         return settings
 
     def archive_at(self) -> str:

@@ -12,6 +12,7 @@ from services.core.leases import PartitionLeases
 from services.metrics import Exporter
 from services.projections.accounts import AccountFeeds, FinishedFeeds
 from services.projections.archiver import ArchiveQueue, Archiver, Retention
+from services.projections.compaction import Compactor
 from services.projections.projector import Projector
 from services.projections.ratings import RatingsProjector
 from services.redis.apps import consumer_name, run_task, service_app
@@ -62,6 +63,13 @@ def archiver_for(redis: Client, settings: Settings, projector: Projector, name: 
         ),
         lease_ms=settings.lease_ms,
         summary=projector.summary,
+        compactor=Compactor(
+            redis,
+            RatingsProjector(projector.store, projector.checkpoints),
+            projector.archive,
+            margin_s=settings.compact_margin_s,
+            every_s=settings.compact_every_s,
+        ),
     )
 
 

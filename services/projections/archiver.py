@@ -14,8 +14,12 @@ and never work on the same one). What it does to a partition, every ``DOMINO_TRI
    its partition's slot — unless the log has changed since it was read. Its seat tokens (each
    in the slot of its own hash) are deleted just before. Every step can be repeated: a crash
    anywhere leaves the match in Redis, in the archive, or in both, and the next round finishes
-   the move. Results and ratings stay: the projections keep them.
-3. **Notification log.** Trimmed (``XTRIM MINID``, exact) below the oldest position any
+   the move. Its result stays until the compactor folds it (step 3).
+3. **Compacted ratings.** The archiver holding partition 0 runs the compactor
+   (services/projections/compaction.py) every ``DOMINO_COMPACT_EVERY_S``: the results of
+   archived matches are folded into the compacted ratings table and leave Redis, each
+   player's page of them going to the archive.
+4. **Notification log.** Trimmed (``XTRIM MINID``, exact) below the oldest position any
    projection of the partition has committed, and never within the last ``DOMINO_LOG_KEEP_S``
    (the gateway follows the log's tail, and reads any gap back from the match streams).
 
@@ -40,6 +44,7 @@ import structlog
 from events.model import MatchEnded
 from services.core.leases import PartitionLeases
 from services.metrics import fresh
+from services.projections.compaction import Compactor
 from services.projections.projector import QUEUE as PROJECTOR_QUEUE
 from services.projections.records import envelope_of
 from services.redis.connection import Client
@@ -130,8 +135,10 @@ class Archiver:
         retention: Retention = Retention(),
         lease_ms: int = 10_000,
         summary: str = "summary",
+        compactor: Compactor | None = None,
     ) -> None:
         self.redis = redis
+        self.compactor = compactor  # run by the holder of partition 0
         self.store = store
         self.keys = store.keys
         self.checkpoints = checkpoints
@@ -161,6 +168,8 @@ class Archiver:
             await self.drop_command_ids(p, now)
             moved += await self.archive_due(p, now)
             self.trimmed += await self.trim_log(p, time.time())  # log ids: the clock's own
+        if self.compactor is not None and 0 in self.owned:
+            await self.compactor.run()
         self.rounds_at = time.monotonic()
         return moved
 

@@ -9,6 +9,12 @@ projections) — and the table is a pure fold of those results in the order the 
 (their ``match_ended`` time, the match id breaking ties). Live or rebuilt from the log, the
 results are the same set, and so is the table.
 
+The results do not stay for ever: a :class:`Compacted` table holds the ratings as of a
+checkpoint (a point of that order), and the results up to it leave Redis
+(services/projections/compaction.py). The table is then the compacted one with the results
+after its checkpoint rated on top, in the same order: what rating every result from the start
+gives.
+
 A rating belongs to an identity, not to a name (see :mod:`services.projections.identity`): an
 account id, or ``house:<pool>`` for a pool of house bots; each row shows the account's latest
 name or the pool's. A match with a guest at the table (a seat held by no account and no house
@@ -135,6 +141,35 @@ class RatingPoint(msgspec.Struct, frozen=True, kw_only=True):
     ordinal: float
 
 
+Checkpoint = tuple[float, str]
+"""A point of the order matches are rated in: (the match_ended time, the match id)."""
+
+
+def order_of(result: MatchResult) -> Checkpoint:
+    """Where a result stands in the order matches are rated in."""
+    return (result.ended, result.match_id)
+
+
+class Compacted(msgspec.Struct, frozen=True, kw_only=True):
+    """The ratings as of a checkpoint: every result up to ``through`` folded into ``table``.
+
+    ``indexed`` is how far the folded results are in the archive's players' pages too (at most
+    ``through``): results up to it may leave Redis. ``version`` counts the writes of the table,
+    so a compactor that read an older one writes nothing."""
+
+    version: int = 0
+    through: Checkpoint | None = None
+    indexed: Checkpoint | None = None
+    table: tuple[Rating, ...] = ()
+
+    def folded(self, result: MatchResult) -> bool:
+        """Whether ``result`` is in the table already."""
+        return self.through is not None and order_of(result) <= self.through
+
+
+_COMPACTED = msgspec.json.Decoder(Compacted)
+
+
 @dataclass(frozen=True, slots=True)
 class Standings:
     """The ratings fold's outcome: the tables, how each identity's rating went, and the matches
@@ -151,17 +186,29 @@ def rate(results: Iterable[MatchResult], model: PlackettLuce | None = None) -> l
     return standings(results, model).table
 
 
-def standings(results: Iterable[MatchResult], model: PlackettLuce | None = None) -> Standings:
-    """Rate ``results`` in the order the matches ended: the tables (as :func:`rate`), and each
-    identity's rating after every rated match it played and every match it played."""
+def standings(
+    results: Iterable[MatchResult],
+    model: PlackettLuce | None = None,
+    start: Compacted | None = None,
+) -> Standings:
+    """Rate ``results`` in the order the matches ended, on top of the compacted table
+    ``start`` (those it folded already are passed over): the tables (as :func:`rate`), and
+    each identity's rating after every rated match it played and every match it played, after
+    the checkpoint."""
     model = model or PlackettLuce()
+    start = start or Compacted()
     ratings: dict[Key, PlackettLuceRating] = {}
     counted: dict[Key, int] = {}
     won: dict[Key, int] = {}
     names: dict[str, str] = {}  # identity → the name it is shown as, the latest seen
     history: dict[str, list[RatingPoint]] = {}
     played: dict[str, list[MatchResult]] = {}
-    for result in sorted(results, key=lambda r: (r.ended, r.match_id)):
+    for row in start.table:
+        member = (row.family, row.key)
+        ratings[member] = model.rating(mu=row.mu, sigma=row.sigma, name=row.key)
+        counted[member], won[member], names[row.key] = row.rated, row.won, row.name
+    fresh = (r for r in results if not start.folded(r))
+    for result in sorted(fresh, key=order_of):
         keys = result.keys()
         for key, played_as in zip(keys, result.players, strict=True):
             names[key] = shown_name(key, played_as)
@@ -245,6 +292,12 @@ class RatingsProjector:
         """The hash of a partition's results: match id → MatchResult JSON."""
         return self.checkpoints.key(self.name, partition, "results")
 
+    def compacted_key(self) -> str:
+        """The hash of the compacted table (``version``, ``table``): one key, in partition 0's
+        slot, written only by the compactor (it is no data of a partition's projection, and a
+        rebuild leaves it: the results it folded are passed over when read again)."""
+        return self.checkpoints.key(self.name, 0, "compacted")
+
     def played_key(self, partition: int, identity: str) -> str:
         """The sorted set of the matches ``identity`` played that ended in a partition: match
         id, scored by when it ended (a player's page of recent matches reads only its own)."""
@@ -313,12 +366,27 @@ class RatingsProjector:
 
 
 async def read_results(redis: Client, projector: RatingsProjector) -> list[MatchResult]:
-    """Every finished match's result the projection holds, across partitions."""
+    """Every finished match's result the projection holds, across partitions (those folded
+    into the compacted table included, until they leave)."""
     out: list[MatchResult] = []
     for p in range(projector.store.partitions):
         raw = await redis.hgetall(projector.results_key(p))
         out.extend(_RESULT.decode(v) for v in raw.values())
     return out
+
+
+async def read_compacted(redis: Client, projector: RatingsProjector) -> Compacted:
+    """The compacted table (an empty one before the first compaction)."""
+    raw = await redis.hget(projector.compacted_key(), "table")
+    return Compacted() if raw is None else _COMPACTED.decode(raw)
+
+
+async def read_standings(redis: Client, projector: RatingsProjector) -> Standings:
+    """The ratings now: the compacted table, and the results after its checkpoint rated on top
+    (the fold runs off the event loop)."""
+    start = await read_compacted(redis, projector)
+    results = await read_results(redis, projector)
+    return await asyncio.to_thread(standings, results, None, start)
 
 
 async def read_played(
@@ -346,5 +414,6 @@ async def read_played(
 
 
 async def ratings_table(redis: Client, projector: RatingsProjector) -> list[Rating]:
-    """The ratings of every account and house pool, from the results the projection holds."""
-    return rate(await read_results(redis, projector))
+    """The ratings of every account and house pool: the compacted table and the results after
+    it."""
+    return (await read_standings(redis, projector)).table

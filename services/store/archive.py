@@ -12,6 +12,13 @@ hash of the match id so no directory grows past a few hundred entries a year) an
 back and checks it is what was written, and a second ``put`` of the same bytes is a no-op; a
 ``put`` of different bytes under an id already archived is refused (a finished match's log
 never changes, so that would be a bug or tampering, not a retry).
+
+Beside the matches, the archive keeps each player's older results, as pages: once the ratings
+are compacted (services/projections/compaction.py) their results leave Redis, and each
+compaction writes, for every player in it, one page of the player's results it folded, named
+by the compaction's checkpoint (``players/ab/<sha256 of the player's key>/<page>.json``). A
+page is written whole, and written again with the same bytes when a compaction is finished
+after a crash.
 """
 
 from __future__ import annotations
@@ -34,7 +41,10 @@ SUFFIX = ".jsonl.gz"
 """The ending of an archived log's name."""
 EXTRA = ".json"
 """The ending of the document kept beside it."""
+PLAYERS = "players"
+"""The folder of the players' pages of older results."""
 _PLAIN = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9_.\-]*")
+_PAGE = re.compile(r"[0-9]{20}-[A-Za-z0-9%._\-]{1,400}")
 
 
 class ArchiveError(StoreError):
@@ -87,6 +97,31 @@ def object_name(match_id: str) -> str:
     return f"{digest[:2]}/{digest[2:4]}/{name}"
 
 
+def player_folder(identity: str) -> str:
+    """Where a player's pages lie under the archive's root (a hash of the player's key, so
+    any key makes a plain name)."""
+    digest = hashlib.sha256(identity.encode()).hexdigest()
+    return f"{PLAYERS}/{digest[:2]}/{digest}"
+
+
+def check_page(page: str) -> str:
+    """``page`` when it is a page's name (:func:`page_name`); raises ArchiveError otherwise."""
+    if not _PAGE.fullmatch(page):
+        raise ArchiveError(f"not a page of a player's results: {page[:100]!r}")
+    return page
+
+
+def page_name(ended: float, match_id: str) -> str:
+    """The name of a page ending at the checkpoint (``ended``, ``match_id``): names sort as
+    their checkpoints (the time to the microsecond, then the id)."""
+    return f"{round(ended * 1_000_000):020d}-{urllib.parse.quote(match_id, safe='')}"
+
+
+def page_time(page: str) -> float:
+    """The time (s) of the checkpoint a page ends at, to the microsecond."""
+    return int(check_page(page)[:20]) / 1_000_000
+
+
 def match_of(name: str) -> str | None:
     """The match id an object's file name (without its directories) stands for, or None."""
     if not name.endswith(SUFFIX):
@@ -116,6 +151,19 @@ class Archive(abc.ABC):
     @abc.abstractmethod
     async def ids(self) -> list[str]:
         """Every archived match id (for rebuilding the projections), in no particular order."""
+
+    @abc.abstractmethod
+    async def put_page(self, identity: str, page: str, data: bytes) -> None:
+        """Store one page of a player's older results (written again whole when repeated).
+        Raises ArchiveError when the store refuses it."""
+
+    @abc.abstractmethod
+    async def pages(self, identity: str) -> list[str]:
+        """The names of a player's pages, oldest first."""
+
+    @abc.abstractmethod
+    async def page(self, identity: str, page: str) -> bytes | None:
+        """One page of a player's older results, None when there is none of that name."""
 
     async def read(self, match_id: str) -> list[Recorded]:
         """A match's archived records; [] when it is not archived."""
@@ -172,6 +220,28 @@ class DirectoryArchive(Archive):
     async def ids(self) -> list[str]:
         """Every match whose log file is under the root."""
         return await asyncio.to_thread(lambda: list(_walk(self.root)))
+
+    async def put_page(self, identity: str, page: str, data: bytes) -> None:
+        """Write the page's file (a temporary file, fsynced and renamed over it)."""
+        target = self.root / player_folder(identity) / f"{check_page(page)}{EXTRA}"
+        await asyncio.to_thread(_write, target, data, replace=True)
+
+    async def pages(self, identity: str) -> list[str]:
+        """The page files in the player's folder."""
+        folder = self.root / player_folder(identity)
+
+        def names() -> list[str]:
+            if not folder.is_dir():
+                return []
+            found = (e.name[: -len(EXTRA)] for e in os.scandir(folder) if e.name.endswith(EXTRA))
+            return sorted(n for n in found if _PAGE.fullmatch(n))
+
+        return await asyncio.to_thread(names)
+
+    async def page(self, identity: str, page: str) -> bytes | None:
+        """The page file's bytes, None without one."""
+        target = self.root / player_folder(identity) / f"{check_page(page)}{EXTRA}"
+        return await asyncio.to_thread(_read, target)
 
 
 def _read(path: Path) -> bytes | None:

@@ -12,7 +12,16 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from services.store.archive import EXTRA, SUFFIX, Archive, ArchiveError, match_of, object_name
+from services.store.archive import (
+    EXTRA,
+    SUFFIX,
+    Archive,
+    ArchiveError,
+    check_page,
+    match_of,
+    object_name,
+    player_folder,
+)
 
 
 class S3Archive(Archive):
@@ -100,6 +109,41 @@ class S3Archive(Archive):
                 if match_id is not None:
                     out.append(match_id)
         return out
+
+    def page_key(self, identity: str, page: str = "") -> str:
+        """The object key of a player's page (without ``page``: the prefix of its pages)."""
+        name = f"{player_folder(identity)}/{check_page(page) + EXTRA if page else ''}"
+        return f"{self.prefix}/{name}" if self.prefix else name
+
+    async def put_page(self, identity: str, page: str, data: bytes) -> None:
+        """Put the page's object (a store that refuses is an ArchiveError)."""
+        key = self.page_key(identity, page)
+        try:
+            await asyncio.to_thread(self._client.put_object, Bucket=self.bucket, Key=key, Body=data)
+        except Exception as e:
+            raise ArchiveError(f"page {key!r} not written in {self.describe()}: {e}") from e
+
+    async def pages(self, identity: str) -> list[str]:
+        """The page objects under the player's prefix."""
+        folder = self.page_key(identity)
+
+        def names() -> list[str]:
+            out: list[str] = []
+            pages = self._client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.bucket, Prefix=folder
+            )
+            for listed in pages:
+                for item in listed.get("Contents", ()):
+                    name = str(item["Key"])[len(folder) :]
+                    if name.endswith(EXTRA):
+                        out.append(name[: -len(EXTRA)])
+            return sorted(out)
+
+        return await asyncio.to_thread(names)
+
+    async def page(self, identity: str, page: str) -> bytes | None:
+        """The page object's bytes, None without one."""
+        return await asyncio.to_thread(self._get, self.page_key(identity, page))
 
 
 def _status(error: Exception) -> int | None:
