@@ -57,7 +57,7 @@ from services.lobby.arenas import Arena
 from services.lobby.seeks import Group, Kind, Seek
 from services.lobby.tables import LobbyMatch
 from services.metrics import GATEWAY_MOVES
-from services.projections.ratings import RatingsProjector, Standings, read_results, standings
+from services.projections.ratings import RatingsProjector, Standings, read_standings
 
 log = structlog.get_logger()
 
@@ -353,15 +353,15 @@ class Gateway(Core):
         return self._ratings.get((family, account_id), 0.0)
 
     async def standings(self, fresh_s: float) -> Standings:
-        """The ratings fold of every finished match's result, no older than ``fresh_s``
-        seconds: one fold at a time, shared by every caller, made off the event loop."""
+        """The ratings (the compacted table, and the results after it rated on top), no older
+        than ``fresh_s`` seconds: one fold at a time, shared by every caller, made off the
+        event loop."""
         if time.monotonic() - self._standings_at > fresh_s:
             async with self._folding:
                 if time.monotonic() - self._standings_at > fresh_s:  # nobody did it meanwhile
                     started = time.monotonic()
                     projector = RatingsProjector(self.store, self.checkpoints())
-                    results = await read_results(self.redis, projector)
-                    folded = await asyncio.to_thread(standings, results)
+                    folded = await read_standings(self.redis, projector)
                     self._ratings = {(r.family, _rated_key(r)): r.ordinal for r in folded.table}
                     self._standings, self._standings_at = folded, started
         return self._standings

@@ -1,5 +1,7 @@
 """The standings: a game family's ratings (GET /ratings) and one player's results,
-ratings and latest matches (GET /players/{key}), folded from every finished match's result.
+ratings and latest matches (GET /players/{key}): the compacted ratings table with the results
+after it rated on top, and a player's older matches from the archive
+(services/projections/history.py says what a player's page shows).
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ from services.gateway.protocol import (
     RecentMatch,
 )
 from services.gateway.query import count_of, cursor_of
+from services.projections.history import HISTORY, older_points, played
 from services.projections.identity import kind_of, shown_name
 from services.projections.queries import Queries
-from services.projections.ratings import MatchResult, RatingsProjector, read_played
+from services.projections.ratings import MatchResult, RatingsProjector
 
 KEY_CHARS = 6 + NAME_CHARS
 """The longest player key: guest: and a name (an account id, house: and a pool are shorter)."""
@@ -51,15 +54,19 @@ async def player(gw: Gateway, request: Request) -> Response:
     folded = await gw.standings(STANDINGS_FRESH_S)
     line = await Queries(gw.redis, gw.settings).result(key)
     projector = RatingsProjector(gw.store, gw.checkpoints())
-    recent, after = await read_played(gw.redis, projector, key, limit, cursor)
-    played = folded.played.get(key, [])
-    if line is None and not played and not recent:
+    archive = gw.source.archive
+    recent, after = await played(gw.redis, projector, archive, key, limit, cursor)
+    since = folded.played.get(key, [])
+    if line is None and not since and not recent:
         raise ApiError(404, "no_player", f"no player {key!r} has played here")
     if line is not None:
         name = line.name
     else:
-        last = recent[0] if recent else played[-1]
+        last = recent[0] if recent else since[-1]
         name = shown_name(key, last.players[last.keys().index(key)])
+    history = folded.history.get(key, [])[-HISTORY:]
+    if archive is not None and len(history) < HISTORY:  # the older points, of the pages
+        history = await older_points(archive, key, HISTORY - len(history)) + history
     results = PlayerResults()
     if line is not None:
         results = PlayerResults(**{f: getattr(line, f) for f in PlayerResults.__struct_fields__})
@@ -70,7 +77,7 @@ async def player(gw: Gateway, request: Request) -> Response:
             kind=kind_of(key),
             results=results,
             ratings=[r for r in folded.table if r.key == key],
-            history=folded.history.get(key, []),
+            history=history,
             recent=[_recent(r, key) for r in recent],
             next=None if after is None else after.text(),
         )
@@ -100,7 +107,8 @@ OPERATIONS = (
         bulk=True,
         summary="A game family's ratings: accounts and house bot pools, best first",
         description="Folded from every finished match's result in the order the "
-        "matches ended; the gateway answers from one fold for a few seconds.",
+        "matches ended (the compacted table, and the results after its checkpoint rated on "
+        "top); the gateway answers from one fold for a few seconds.",
         parameters=[spec.FAMILY_FILTER],
         answers={
             "200": spec.answer("the family's table", spec.ref("RatingsAnswer")),
@@ -118,8 +126,10 @@ OPERATIONS = (
         summary="One player: its results, ratings, their history and a page of its "
         f"latest matches ({RECENT} at most)",
         description="`recent` is a page, newest first, read from the player's own "
-        "index; `next` is the cursor of the page of older matches (pass it as "
-        "`cursor`), null on the last.",
+        "index (its latest matches in Redis, the older ones from the archive's pages); "
+        "`next` is the cursor of the page of older matches (pass it as `cursor`), null on "
+        f"the last. `history` is its rating after each of its latest {HISTORY} rated "
+        "matches at most.",
         parameters=[
             spec.path_param(
                 "key",
