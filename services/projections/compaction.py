@@ -79,13 +79,15 @@ _ENCODE = msgspec.json.Encoder()
 _WRITE = LuaScript(
     """
 -- KEYS: the compacted table's hash
--- ARGV: the version read, the new version, the table, the rating points pending
+-- ARGV: the version read, the new version, the table, its indexed checkpoint, the rating
+--   points pending
 -- Returns 1 when written; 0 (nothing written) when another compactor wrote meanwhile.
 local version = redis.call('HGET', KEYS[1], 'version') or '0'
 if version ~= ARGV[1] then
   return 0
 end
-redis.call('HSET', KEYS[1], 'version', ARGV[2], 'table', ARGV[3], 'pending', ARGV[4])
+redis.call('HSET', KEYS[1], 'version', ARGV[2], 'table', ARGV[3], 'indexed', ARGV[4],
+  'pending', ARGV[5])
 return 1
 """
 )
@@ -213,7 +215,13 @@ class Compactor:
         done = await _WRITE(
             self.redis,
             [self.ratings.compacted_key()],
-            [read.version, table.version, _ENCODE.encode(table), _ENCODE.encode(pending)],
+            [
+                read.version,
+                table.version,
+                _ENCODE.encode(table),
+                _ENCODE.encode(table.indexed),
+                _ENCODE.encode(pending),
+            ],
         )
         if not int(done):
             raise CompactionConflict(f"the compacted table is past version {read.version}")

@@ -24,7 +24,7 @@ from services.projections.ratings import (
     RatingPoint,
     RatingsProjector,
     order_of,
-    read_compacted,
+    read_indexed,
     read_played,
 )
 from services.redis.connection import Client
@@ -59,7 +59,7 @@ async def played(
     """A page of the matches ``identity`` played, newest first: those in Redis after the
     compacted table's ``indexed`` checkpoint, then the archive's; and the cursor of the next
     page (None: none older)."""
-    indexed = (await read_compacted(redis, projector)).indexed
+    indexed = await read_indexed(redis, projector)
     point = None if before is None else (before.score, before.member)
     found: list[MatchResult] = []
     if indexed is None or point is None or point > indexed:

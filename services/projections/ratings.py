@@ -168,6 +168,7 @@ class Compacted(msgspec.Struct, frozen=True, kw_only=True):
 
 
 _COMPACTED = msgspec.json.Decoder(Compacted)
+_CHECKPOINT = msgspec.json.Decoder(Checkpoint | None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,7 +294,8 @@ class RatingsProjector:
         return self.checkpoints.key(self.name, partition, "results")
 
     def compacted_key(self) -> str:
-        """The hash of the compacted table (``version``, ``table``): one key, in partition 0's
+        """The hash of the compacted table (``version``, ``table``, its ``indexed`` checkpoint
+        alone, and the rating points ``pending`` for the players' pages): one key, in partition 0's
         slot, written only by the compactor (it is no data of a partition's projection, and a
         rebuild leaves it: the results it folded are passed over when read again)."""
         return self.checkpoints.key(self.name, 0, "compacted")
@@ -379,6 +381,13 @@ async def read_compacted(redis: Client, projector: RatingsProjector) -> Compacte
     """The compacted table (an empty one before the first compaction)."""
     raw = await redis.hget(projector.compacted_key(), "table")
     return Compacted() if raw is None else _COMPACTED.decode(raw)
+
+
+async def read_indexed(redis: Client, projector: RatingsProjector) -> Checkpoint | None:
+    """How far the compacted results are in the archive's players' pages (None: nothing is):
+    one small field, read without the table."""
+    raw = await redis.hget(projector.compacted_key(), "indexed")
+    return None if raw is None else _CHECKPOINT.decode(raw)
 
 
 async def read_standings(redis: Client, projector: RatingsProjector) -> Standings:
