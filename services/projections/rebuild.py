@@ -15,7 +15,9 @@ when the rebuild began, skipping the events the match logs already gave:
    would, leaving out each match's events up to the version its log gave in step 2: a match
    still being played while the rebuild runs is counted once.
 
-Meant for projections whose projector (and archiver) is stopped, like any reset.
+Meant for projections whose projector (and archiver) is stopped, like any reset. The compacted
+ratings table (services/projections/compaction.py) is no partition's data and is left as it is:
+the ratings read passes over the results it holds, and the next compaction drops them again.
 """
 
 from __future__ import annotations
