@@ -101,9 +101,10 @@ async def older_played(
         page = await read_page(archive, identity, names[i])
         if page is None:
             continue
-        mine = [r for r in page.results if before is None or order_of(r) < before]
-        found.extend(sorted(mine, key=order_of, reverse=True))
-        if len(found) > limit:
+        found += [r for r in page.results if before is None or order_of(r) < before]
+        found.sort(key=order_of, reverse=True)
+        # pages ending in the same microsecond sort by their names, not their ids: read all
+        if len(found) > limit and (i == 0 or page_time(names[i - 1]) < page_time(names[i])):
             return found[:limit], True
     return found, False
 

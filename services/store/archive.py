@@ -44,7 +44,9 @@ EXTRA = ".json"
 PLAYERS = "players"
 """The folder of the players' pages of older results."""
 _PLAIN = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9_.\-]*")
-_PAGE = re.compile(r"[0-9]{20}-[A-Za-z0-9%._\-]{1,400}")
+_PAGE = re.compile(r"[0-9]{20}-[A-Za-z0-9%._~=\-]{1,160}")
+_PAGE_ID = 160
+"""The longest match id a page's name holds as it is (quoted); a longer one by its hash."""
 
 
 class ArchiveError(StoreError):
@@ -114,7 +116,10 @@ def check_page(page: str) -> str:
 def page_name(ended: float, match_id: str) -> str:
     """The name of a page ending at the checkpoint (``ended``, ``match_id``): names sort as
     their checkpoints (the time to the microsecond, then the id)."""
-    return f"{round(ended * 1_000_000):020d}-{urllib.parse.quote(match_id, safe='')}"
+    name = urllib.parse.quote(match_id, safe="")
+    if len(name) > _PAGE_ID:  # a file name has room for 255 bytes
+        name = "=" + hashlib.sha256(match_id.encode()).hexdigest()
+    return f"{round(ended * 1_000_000):020d}-{name}"
 
 
 def page_time(page: str) -> float:

@@ -32,7 +32,7 @@ from services.projections.ratings import (
 )
 from services.redis.connection import Client
 from services.store import open_archive
-from services.store.archive import Archive, ArchiveError, DirectoryArchive
+from services.store.archive import Archive, ArchiveError, DirectoryArchive, check_page, page_name
 from services.store.projection import RedisCheckpoints
 from services.store.redis import RedisEventStore
 from tests.gateway.conftest import free_port, wait_healthy
@@ -135,6 +135,7 @@ class FailingOnce(DirectoryArchive):
         await super().put_page(identity, page, data)
 
 
+@pytest.mark.both_topologies
 def test_a_compaction_stopped_midway_is_finished_by_the_next_round_losing_and_doubling_nothing(
     redis_url: str, settings: Settings, tmp_path: Path
 ) -> None:
@@ -180,6 +181,7 @@ def test_a_compaction_stopped_midway_is_finished_by_the_next_round_losing_and_do
     asyncio.run(go())
 
 
+@pytest.mark.both_topologies
 def test_results_a_lagging_partition_can_still_add_before_are_not_compacted(
     redis_url: str, settings: Settings, tmp_path: Path
 ) -> None:
@@ -306,3 +308,25 @@ def test_finished_matches_leave_nothing_in_redis_once_archived_and_compacted(
 
     asyncio.run(after_rebuild())
     assert os.path.isdir(Path(settings.archive_at()) / "players")
+
+
+def test_a_players_pages_are_named_in_the_order_of_their_checkpoints_whatever_the_match_id(
+    tmp_path: Path,
+) -> None:
+    ids = ["m-1", "a~b", "é" * 128, "x" * 128, "sp ace"[:2] + "%/?"]
+    checkpoints = sorted((1_700_000_000 + i * 0.000001, m) for i, m in enumerate(ids))
+    names = [page_name(*c) for c in checkpoints]
+    assert names == sorted(names) and all(check_page(n) == n for n in names)
+    assert all(len(n) < 200 for n in names)  # a file name, whatever the id
+
+    async def go() -> None:
+        archive = DirectoryArchive(tmp_path)
+        for n in reversed(names):
+            await archive.put_page("guest:Zoë", n, n.encode())
+        assert await archive.pages("guest:Zoë") == names
+        assert await archive.page("guest:Zoë", names[0]) == names[0].encode()
+        assert await archive.pages("guest:nobody") == []
+        with pytest.raises(ArchiveError):
+            await archive.page("guest:Zoë", "../../etc")
+
+    asyncio.run(go())
