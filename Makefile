@@ -80,7 +80,8 @@ bench: $(STAMP)
 	$(BIN)/python -m tests.bench $(BENCH)
 
 ## The soak: matches at a steady rate for MINUTES (10), retention 60 s; JSON lines, then a
-## verdict on Redis's memory and every process's RSS (exit 1 unless both stay flat).
+## verdict on Redis's memory, the results it keeps and every process's RSS (exit 1 unless
+## all stay flat and the results within their bound).
 soak: $(STAMP)
 	$(BIN)/python -m tests.soak --minutes $(MINUTES)
 

@@ -8,7 +8,8 @@ the projector (with its archiver) and the gateway as processes, with matches arc
 ``--retention`` seconds after they end into a temporary directory. It then creates ``--rate``
 matches a second through the gateway's lobby (house bots on every seat, two seats, to 50
 points), follows every tenth one's spectator stream to its end, and prints one JSON line every
-``--every`` seconds: matches created, finished and archived so far, Redis's ``used_memory``
+``--every`` seconds: matches created, finished and archived so far, the results kept in
+Redis (the ratings' per-match records, until archived and compacted), Redis's ``used_memory``
 and key count, and each process's RSS.
 
 The verdict (the last line) looks at the samples taken once the retention period has passed
@@ -16,7 +17,10 @@ twice (by then matches are archived as fast as they finish): the mean of the las
 those samples against the mean of their first quarter. A figure is flat when the last is at
 most ``--tolerance`` (10%) above the first, or within an absolute margin (4 MB for Redis, 8 MB
 for a process) that allows for allocator noise; the least-squares slope over the same samples
-is printed with it, per hour. The one exit code: 0 when everything is flat, 1 when not.
+is printed with it, per hour. The results kept must stay flat too, and at most what the
+matches of the retention period, the compaction's margin and interval and a minute more can
+leave (``results_bound``): a finished match's result leaves Redis once it is archived and
+compacted. The one exit code: 0 when everything is flat and bounded, 1 when not.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ import httpx
 
 from services.cli.supervisor import Stack
 from services.config import Settings
+from services.projections.ratings import NAME as RATINGS
 from services.redis.connection import Client, open_client
 from services.redis.servers import local_cluster
 from services.store.projection import RedisCheckpoints
@@ -59,6 +64,7 @@ class Sample:
     redis_bytes: int
     redis_keys: int
     rss: dict[str, int]
+    results_kept: int = 0
 
     def line(self) -> dict[str, Any]:
         """The sample as the JSON line printed."""
@@ -67,6 +73,7 @@ class Sample:
             "created": self.created,
             "finished": self.finished,
             "archived": self.archived,
+            "results_kept": self.results_kept,
             "redis_used_memory": self.redis_bytes,
             "redis_keys": self.redis_keys,
             "rss": self.rss,
@@ -89,9 +96,14 @@ class Verdict:
         return {"verdict": "flat" if self.flat else "growing", "figures": self.figures}
 
 
-def verdict(samples: list[Sample], steady_from: float, tolerance: float = 0.10) -> Verdict:
+def verdict(
+    samples: list[Sample],
+    steady_from: float,
+    tolerance: float = 0.10,
+    results_bound: int | None = None,
+) -> Verdict:
     """Compare the last quarter of the samples taken from ``steady_from`` on with their first
-    quarter (see the module)."""
+    quarter (see the module); with ``results_bound``, the results kept must stay under it."""
     steady = [s for s in samples if s.t >= steady_from]
     out = Verdict()
     if len(steady) < 8:
@@ -101,6 +113,7 @@ def verdict(samples: list[Sample], steady_from: float, tolerance: float = 0.10) 
     series: dict[str, tuple[list[float], float]] = {
         "redis_used_memory": ([s.redis_bytes for s in steady], REDIS_MARGIN),
         "redis_keys": ([s.redis_keys for s in steady], 200),
+        "results_kept": ([s.results_kept for s in steady], 50),
     }
     for name in steady[0].rss:
         series[f"rss:{name}"] = ([s.rss.get(name, 0) for s in steady], PROCESS_MARGIN)
@@ -116,6 +129,13 @@ def verdict(samples: list[Sample], steady_from: float, tolerance: float = 0.10) 
             "change": round(last - first),
             "slope_per_hour": round(slope),
             "flat": flat,
+        }
+    if results_bound is not None:
+        most = max(s.results_kept for s in steady)
+        out.figures["results_kept_bound"] = {
+            "most": most,
+            "bound": results_bound,
+            "flat": most <= results_bound,
         }
     return out
 
@@ -172,13 +192,27 @@ def soak_settings(url: str, archive: str, retention: float, cluster: bool) -> Se
         dedupe_keep_s=min(30.0, retention / 2),
         log_keep_s=min(10.0, retention / 4),
         trim_every_s=1.0,
+        compact_every_s=COMPACT_EVERY_S,
+        compact_margin_s=COMPACT_MARGIN_S,
     )
+
+
+COMPACT_EVERY_S = 5.0
+COMPACT_MARGIN_S = 5.0
+
+
+def results_bound(rate: float, retention: float) -> int:
+    """The most results a soak may keep in Redis: the matches that end during the retention
+    period, the compaction's margin and interval, and a minute more (a match's play, a round's
+    lag), at ``rate`` a second."""
+    return round(rate * (retention + COMPACT_MARGIN_S + COMPACT_EVERY_S + 60))
 
 
 GATEWAY_ENV = {
     "DOMINO_GATEWAY_LOBBY_PER_S": "1000",
     "DOMINO_GATEWAY_LOBBY_BURST": "1000",
     "DOMINO_GATEWAY_STREAMS_PER_CLIENT": "1000",
+    "DOMINO_GATEWAY_HOUSE_MATCHES_PER_CLIENT": "100000",  # every match is the soak's address
 }
 
 
@@ -217,7 +251,11 @@ def run(
                     os.environ.pop(k, None)
                 else:
                     os.environ[k] = v
-    result = verdict(samples, steady_from=min(2 * retention + 20, seconds / 2))
+    result = verdict(
+        samples,
+        steady_from=min(2 * retention + 20, seconds / 2),
+        results_bound=results_bound(rate, retention),
+    )
     print(json.dumps(result.line()), file=out, flush=True)
     return samples, result
 
@@ -276,6 +314,7 @@ async def _drive(
                         redis_bytes=memory,
                         redis_keys=nkeys,
                         rss={name: rss_bytes(pid) for name, pid in pids.items()},
+                        results_kept=await _results_kept(redis, settings),
                     )
                     samples.append(sample)
                     print(json.dumps(sample.line()), file=out, flush=True)
@@ -293,6 +332,15 @@ async def _finished(redis: Client, settings: Settings) -> int:
     total = 0
     for p in range(settings.partitions):
         total += int(await redis.zcard(checkpoints.key("summary", p, "finished")))
+    return total
+
+
+async def _results_kept(redis: Client, settings: Settings) -> int:
+    """The finished matches' results the ratings projection keeps in Redis."""
+    checkpoints = RedisCheckpoints(redis, partitions=settings.partitions, prefix=settings.prefix)
+    total = 0
+    for p in range(settings.partitions):
+        total += int(await redis.hlen(checkpoints.key(RATINGS, p, "results")))
     return total
 
 
