@@ -288,7 +288,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         Var(
             "DOMINO_COMPACT_EVERY_S",
             "how often the results of archived matches are folded into the compacted ratings"
-            " table and leave Redis",
+            " table and leave Redis (0: never)",
         ),
     ] = 60.0
     compact_margin_s: Annotated[

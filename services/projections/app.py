@@ -49,6 +49,15 @@ def archiver_for(redis: Client, settings: Settings, projector: Projector, name: 
     """The archiver beside ``projector``: it waits for all of its projections."""
     if projector.archive is None:
         raise ValueError("the projector has no archive")
+    compactor = None
+    if settings.compact_every_s:  # 0: the results stay
+        compactor = Compactor(
+            redis,
+            RatingsProjector(projector.store, projector.checkpoints),
+            projector.archive,
+            margin_s=settings.compact_margin_s,
+            every_s=settings.compact_every_s,
+        )
     return Archiver(
         redis,
         projector.store,
@@ -63,13 +72,7 @@ def archiver_for(redis: Client, settings: Settings, projector: Projector, name: 
         ),
         lease_ms=settings.lease_ms,
         summary=projector.summary,
-        compactor=Compactor(
-            redis,
-            RatingsProjector(projector.store, projector.checkpoints),
-            projector.archive,
-            margin_s=settings.compact_margin_s,
-            every_s=settings.compact_every_s,
-        ),
+        compactor=compactor,
     )
 
 

@@ -29,9 +29,16 @@ pytestmark = pytest.mark.service
 
 
 def short_retention(settings: Settings) -> Settings:
-    """Matches archived two seconds after they end, everything trimmed as soon as it may be."""
+    """Matches archived two seconds after they end, everything trimmed as soon as it may be;
+    the results not compacted, so that a rebuild's projections equal them key for key
+    (tests/service/test_compaction.py checks the compacted table after a rebuild)."""
     return msgspec.structs.replace(
-        settings, archive_after_s=2.0, dedupe_keep_s=1.0, log_keep_s=0.5, trim_every_s=0.3
+        settings,
+        archive_after_s=2.0,
+        dedupe_keep_s=1.0,
+        log_keep_s=0.5,
+        trim_every_s=0.3,
+        compact_every_s=0.0,
     )
 
 
