@@ -41,9 +41,10 @@ from services.cli.tournament import (
 from services.config import ConfigError, Settings
 from services.core.commands import ServiceClient
 from services.lobby.arena import ArenaError, Standing
-from services.projections.ratings import Rating, RatingsProjector, ratings_table
+from services.projections.history import played
+from services.projections.ratings import MatchResult, Rating, RatingsProjector, ratings_table
 from services.redis.embedded import embedded_data_dir, redis_url, service_urls
-from services.store import EventStore
+from services.store import EventStore, MatchSource, open_archive
 from services.store.projection import RedisCheckpoints
 
 BUDGET_ENV = "DOMINO_SEARCH_BUDGET_MS"
@@ -93,6 +94,13 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--rules", choices=("express", "straight"), help="one game's table only")
     p.add_argument("--rebuild", action="store_true", help="refold them from the whole log first")
+    p.add_argument(
+        "--player",
+        metavar="KEY",
+        help="one player's ratings and latest matches (an account id, house:<pool> or"
+        " guest:<name>), the older ones from the archive",
+    )
+    p.add_argument("--limit", type=int, default=20, help="with --player: this many matches")
     p.set_defaults(func=cmd_ratings)
 
 
@@ -264,22 +272,73 @@ def print_standings(console: Console, rows: Sequence[Standing], points: bool = F
 def cmd_ratings(args: argparse.Namespace) -> int:
     """Bring the ratings projection up to date (or rebuild it) and print the table."""
     settings = _settings()
+    if not 0 < args.limit <= 1000:
+        raise CliError("--limit is 1 to 1000")
     with redis_url(settings) as url:
-        asyncio.run(_ratings(url, settings, Console(), rebuild=args.rebuild, family=args.rules))
+        asyncio.run(
+            _ratings(
+                url,
+                settings,
+                Console(),
+                rebuild=args.rebuild,
+                family=args.rules,
+                player=args.player,
+                limit=args.limit,
+            )
+        )
     return 0
 
 
 async def _ratings(
-    url: str, settings: Settings, console: Console, *, rebuild: bool, family: str | None
+    url: str,
+    settings: Settings,
+    console: Console,
+    *,
+    rebuild: bool,
+    family: str | None,
+    player: str | None = None,
+    limit: int = 20,
 ) -> None:
+    archive = open_archive(settings.archive_at(), settings.archive_s3_endpoint)
     async with open_clients(url, settings) as (redis, store):
         checkpoints = RedisCheckpoints(
             redis, partitions=settings.partitions, prefix=settings.prefix
         )
-        projector = RatingsProjector(store, checkpoints)
+        source = MatchSource(store, archive)
+        projector = RatingsProjector(store, checkpoints, source=source, archive=archive)
         await (projector.rebuild() if rebuild else projector.catch_up())
         rows = await ratings_table(redis, projector)
-    print_ratings(console, rows, family)
+        matches = (
+            [] if player is None else (await played(redis, projector, archive, player, limit))[0]
+        )
+    if player is None:
+        print_ratings(console, rows, family)
+        return
+    mine = [r for r in rows if r.key == player]
+    if not mine and not matches:
+        raise CliError(f"no player {player!r} has played here")
+    print_ratings(console, mine, family)
+    print_played(console, player, matches)
+
+
+def print_played(console: Console, player: str, matches: Sequence[MatchResult]) -> None:
+    """A player's latest matches, newest first: when each ended, the game, the players, the
+    scores by side and whether the player's side won."""
+    table = Table(title=f"Latest matches of {shown(player)}")
+    for column in ("ended (UTC)", "match", "game", "players", "scores", "result"):
+        table.add_column(column)
+    for m in matches:
+        sides = {m.sides[s] for s, k in enumerate(m.keys()) if k == player}
+        outcome = "called off" if m.winner is None else ("won" if m.winner in sides else "lost")
+        table.add_row(
+            time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(m.ended)),
+            Text(shown(m.match_id)),
+            m.family,
+            Text(", ".join(shown(p) for p in m.players)),
+            " - ".join(map(str, m.scores)),
+            outcome,
+        )
+    console.print(table)
 
 
 def print_ratings(console: Console, rows: Sequence[Rating], family: str | None = None) -> None:

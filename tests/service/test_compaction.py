@@ -282,6 +282,12 @@ def test_finished_matches_leave_nothing_in_redis_once_archived_and_compacted(
             history = answer.json()["history"]
         env = stack.env()
 
+    # domino ratings finds the player's matches too, all of them in the archive now
+    shown_there = run_domino(
+        "ratings", "--player", "house:random", "--limit", "50", env=env | {"COLUMNS": "200"}
+    )
+    assert shown_there.returncode == 0, shown_there.stderr
+    assert all(m in shown_there.stdout for m in pages), shown_there.stdout
     rebuilt = run_domino("projections", "rebuild", env=env, timeout=120)
     assert rebuilt.returncode == 0, rebuilt.stderr
 
