@@ -67,9 +67,10 @@ BATCH = 5000
 
 
 class Pending(msgspec.Struct, frozen=True, kw_only=True):
-    """The rating points of the results folded last, kept with the table until each player's
-    page of them is in the archive."""
+    """The rating points of the results folded last (up to ``through``), kept with the table
+    until each player's page of them is in the archive."""
 
+    through: Checkpoint | None = None
     points: dict[str, tuple[RatingPoint, ...]] = {}
 
 
@@ -160,7 +161,9 @@ class Compactor:
         if not due:
             return 0
         folded = standings(due, None, table)
-        pending = Pending(points={k: tuple(v) for k, v in folded.history.items()})
+        pending = Pending(
+            through=order_of(due[-1]), points={k: tuple(v) for k, v in folded.history.items()}
+        )
         table = await self._write(
             table,
             Compacted(
@@ -234,6 +237,8 @@ class Compactor:
             return table
         raw = await self.redis.hget(self.ratings.compacted_key(), "pending")
         pending = Pending() if raw is None else _PENDING.decode(raw)
+        if pending.through != table.through:  # another compactor has moved on meanwhile
+            raise CompactionConflict(f"the compacted table is past {table.through}")
         span = sorted(
             (r for r in results if _within(r, table.indexed, table.through)), key=order_of
         )

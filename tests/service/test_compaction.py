@@ -17,7 +17,7 @@ import pytest
 from engine.rules import Rules
 from services.cli.supervisor import Stack
 from services.config import Settings
-from services.projections.compaction import Compactor
+from services.projections.compaction import CompactionConflict, Compactor, Pending
 from services.projections.history import played
 from services.projections.ratings import (
     Compacted,
@@ -334,5 +334,31 @@ def test_a_players_pages_are_named_in_the_order_of_their_checkpoints_whatever_th
         assert await archive.pages("guest:nobody") == []
         with pytest.raises(ArchiveError):
             await archive.page("guest:Zoë", "../../etc")
+
+    asyncio.run(go())
+
+
+def test_a_compactor_that_read_an_older_table_writes_nothing(
+    redis_url: str, settings: Settings, tmp_path: Path
+) -> None:
+    results = some_results(40, seed=13)
+
+    async def go() -> None:
+        redis = client_for(redis_url)
+        projector = _projector(redis, settings)
+        await _seed(redis, projector, results)
+        archive = DirectoryArchive(tmp_path)
+        stale = Compactor(redis, projector, archive, margin_s=0.0)
+        fresh = Compactor(redis, projector, archive, margin_s=0.0)
+        read = await read_compacted(redis, projector)  # what the stale one read
+        assert await fresh.round() == len(results)
+        table = await read_compacted(redis, projector)
+        with pytest.raises(CompactionConflict):  # its lease ran out unseen: the table stays
+            await stale._write(read, Compacted(version=read.version + 1), Pending())
+        with pytest.raises(CompactionConflict):  # nor does it write a page of another's range
+            await stale._index(msgspec.structs.replace(read, through=(0.0, "m-0")), results)
+        assert await read_compacted(redis, projector) == table
+        assert await ratings_table(redis, projector) == rate(results)
+        await redis.aclose()
 
     asyncio.run(go())
