@@ -11,7 +11,7 @@ What a player page shows (``GET /players/{key}``, the page ``/players/KEY``): a 
 most ``limit`` matches, newest first, with the cursor of the next; its rating now, from the
 compacted table and the results after it; and its rating after each of its latest
 :data:`HISTORY` rated matches (after the checkpoint from the fold, before it from the
-archive's newest pages).
+archive's newest :data:`HISTORY_PAGES` pages).
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ from services.store.archive import Archive, page_time
 
 HISTORY = 500
 """At most this many rating points are shown of a player's history."""
+HISTORY_PAGES = 20
+"""At most this many of the archive's pages are read for a player's rating points."""
 
 
 class PlayedPage(msgspec.Struct, frozen=True, kw_only=True):
@@ -113,7 +115,7 @@ async def older_points(archive: Archive, identity: str, limit: int) -> list[Rati
     """A player's latest ``limit`` rating points in the archive's pages, oldest first."""
     names = await archive.pages(identity)
     found: list[RatingPoint] = []
-    for name in reversed(names):
+    for name in reversed(names[-HISTORY_PAGES:]):
         if len(found) >= limit:
             break
         page = await read_page(archive, identity, name)
