@@ -16,7 +16,14 @@ from engine.strategy import RandomStrategy
 from events.codec import JSON
 from services.core.local_match import play_local_match
 from services.store import open_archive
-from services.store.archive import Archive, ArchiveError, decode_log, encode_log, object_name
+from services.store.archive import (
+    Archive,
+    ArchiveError,
+    decode_log,
+    encode_log,
+    object_name,
+    page_name,
+)
 from services.store.base import Recorded
 from services.store.memory import MemoryEventStore
 from services.store.source import MatchSource
@@ -83,6 +90,24 @@ async def test_a_match_is_archived_read_back_and_listed(archive: Archive) -> Non
     assert await archive.exists("m-arch/1") and not await archive.exists("m-none")
     assert await archive.read("m-none") == [] and await archive.extra("m-none") is None
     assert await archive.ids() == ["m-arch/1"]
+
+
+async def test_a_players_pages_are_listed_in_order_written_again_whole_and_no_matches(
+    archive: Archive,
+) -> None:
+    """The compacted results' pages (services/projections/compaction.py): one per compaction a
+    player was in, named by its checkpoint; a compaction finished after a crash writes a page
+    again whole."""
+    await archive.put("m-arch/1", encode_log(records("m-arch/1")))
+    names = [page_name(1_700_000_000 + i / 10, f"m-{i}") for i in range(3)]
+    for name in reversed(names):
+        await archive.put_page("guest:Zoë /x", name, name.encode())
+    await archive.put_page("guest:Zoë /x", names[0], b"again")
+    assert await archive.pages("guest:Zoë /x") == names
+    assert await archive.page("guest:Zoë /x", names[0]) == b"again"
+    assert await archive.pages("house:greedy") == []
+    assert await archive.page("house:greedy", names[0]) is None
+    assert await archive.ids() == ["m-arch/1"]  # the pages are no matches
 
 
 async def test_archiving_again_is_a_no_op_and_another_log_is_refused(archive: Archive) -> None:
