@@ -44,7 +44,7 @@ import structlog
 from events.model import MatchEnded
 from services.core.leases import PartitionLeases
 from services.metrics import fresh
-from services.projections.compaction import Compactor
+from services.projections.compaction import Compactor, log_order
 from services.projections.projector import QUEUE as PROJECTOR_QUEUE
 from services.projections.records import envelope_of
 from services.redis.connection import Client
@@ -298,7 +298,7 @@ class Archiver:
         positions = [await self.checkpoints.position(n, partition) for n in self.projections]
         if not positions or START in positions:
             return 0
-        oldest = min(_order(p) for p in positions)
+        oldest = min(log_order(p) for p in positions)
         floor = min(oldest, (int((now - self.retention.log_keep_s) * 1000), 0))
         if floor <= (0, 0):
             return 0
@@ -306,8 +306,3 @@ class Archiver:
             self.keys.log(partition), minid=f"{floor[0]}-{floor[1]}", approximate=False
         )
         return removed
-
-
-def _order(position: str) -> tuple[int, int]:
-    ms, _, seq = position.partition("-")
-    return int(ms), int(seq or 0)

@@ -38,6 +38,7 @@ over those up to the checkpoint, and the next round deletes them again: the same
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Sequence
 
@@ -160,7 +161,7 @@ class Compactor:
         due = await self._due(fresh, horizon)
         if not due:
             return 0
-        folded = standings(due, None, table)
+        folded = await asyncio.to_thread(standings, due, None, table)
         pending = Pending(
             through=order_of(due[-1]), points={k: tuple(v) for k, v in folded.history.items()}
         )
@@ -191,10 +192,10 @@ class Compactor:
                 [],
             )
             now_ms, last, position = (_text(v) for v in raw)
-            if _order(position) >= _order(last):
+            if log_order(position) >= log_order(last):
                 passed.append(int(now_ms) / 1000)
             else:
-                passed.append(_order(position)[0] / 1000)
+                passed.append(log_order(position)[0] / 1000)
         return min(passed) - self.margin_s
 
     async def _due(self, fresh: Sequence[MatchResult], horizon: float) -> list[MatchResult]:
@@ -284,6 +285,7 @@ def _text(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _order(position: str) -> tuple[int, int]:
+def log_order(position: str) -> tuple[int, int]:
+    """The order of a notification log's position (``"0"``, or an entry id ``ms-seq``)."""
     ms, _, seq = position.partition("-")
     return int(ms), int(seq or 0)
