@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -128,12 +129,15 @@ def test_a_master_host_dying_across_a_delay_loses_nothing_shown_when_replicas_co
         def host_dies() -> None:
             proxies[index].cut(kill=victim.process.pid)
 
+        started = time.monotonic()
         match_ids, watched, before = asyncio.run(
             play_through(cluster, settings, stack, url, host_dies, matches=MATCHES)
         )
+        played_s = time.monotonic() - started
         logs = asyncio.run(read_logs(survivor.url, settings, match_ids))
     lost = check_logs(logs, watched)
-    after = sum(len(log) for log in logs.values()) - sum(before.values())
+    events = sum(len(log) for log in logs.values())
+    after = events - sum(before.values())
     assert after > 0, "every match had ended before the kill"
     report = {
         "check": "failover_across_a_delay",
@@ -143,6 +147,8 @@ def test_a_master_host_dying_across_a_delay_loses_nothing_shown_when_replicas_co
         "matches": MATCHES,
         "shown_before_kill": sum(before.values()),
         "written_after": after,
+        "played_s": round(played_s, 1),
+        "events_per_s": round(events / played_s),
         "lost": len(lost),
         "lost_first": lost[:5],
     }

@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import ctypes
 import fcntl
+import functools
 import ipaddress
 import os
 import re
@@ -46,7 +47,7 @@ from services.redis.servers import Placement
 
 PREFIX = "dn"
 """Every namespace made here is named ``dn-<pid>-<tag>-<role>``."""
-SUBNETS = ipaddress.ip_network("10.77.0.0/16")
+SUBNETS = ipaddress.IPv4Network("10.77.0.0/16")
 NETNS_DIR = Path("/var/run/netns")
 _LOCK = Path("/tmp/domino-netns.lock")  # held while a network picks its /24
 _CLONE_NEWNET = 0x40000000
@@ -114,10 +115,6 @@ class Host:
     def restore(self) -> None:
         """Bring the host's link up again after :meth:`cut`."""
         _ip("-n", self.switch, "link", "set", self.link, "up")
-
-    def run(self, *argv: str, **popen: object) -> subprocess.Popen[bytes]:
-        """Start ``argv`` in this namespace."""
-        return subprocess.Popen([*self.wrapper, *argv], **popen)  # type: ignore[call-overload]
 
 
 @dataclass
@@ -275,9 +272,9 @@ def _free_subnet() -> ipaddress.IPv4Network:
     """A /24 of :data:`SUBNETS` that no address of this namespace is on."""
     shown = _ip("-o", "-4", "addr", "show").stdout
     used = {
-        ipaddress.ip_interface(found).network
+        ipaddress.IPv4Interface(found).network
         for found in re.findall(r"inet (\S+)", shown)
-        if ipaddress.ip_interface(found).ip in SUBNETS
+        if ipaddress.IPv4Interface(found).ip in SUBNETS
     }
     for candidate in SUBNETS.subnets(new_prefix=24):
         if candidate not in used and candidate.network_address.packed[2] != 0:
@@ -339,7 +336,10 @@ class _Proxy:
         self.open = True
         self.writers: set[asyncio.StreamWriter] = set()
 
-    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, to: str):  # type: ignore[no-untyped-def]
+    async def serve(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, to: str
+    ) -> None:
+        """Forward one connection to ``to`` (``host:port``), each direction delayed."""
         host, port = to.rsplit(":", 1)
         if not self.open:
             writer.transport.abort()
@@ -391,6 +391,7 @@ class _Proxy:
             delivering.cancel()
 
     def cut(self) -> None:
+        """Reset every connection, dropping what is queued, and refuse new ones."""
         self.open = False
         for writer in list(self.writers):
             writer.transport.abort()  # a reset, and whatever was queued is gone
@@ -405,9 +406,7 @@ async def _run_proxy(delay_ms: float, routes: list[str]) -> None:
         netns, listen = listen.split("@")
         host, port = listen.rsplit(":", 1)
         sock = _listener(netns, host, int(port))
-        servers.append(
-            await asyncio.start_server(lambda r, w, to=to: proxy.serve(r, w, to), sock=sock)
-        )
+        servers.append(await asyncio.start_server(functools.partial(proxy.serve, to=to), sock=sock))
     loop = asyncio.get_running_loop()
     orders = asyncio.StreamReader()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(orders), sys.stdin)
