@@ -183,7 +183,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         Var(
             "DOMINO_LEASE_MS",
             "a process's hold on its partitions lasts this long unrenewed, in every role that"
-            " shares them by lease (referees, projectors, archivers: `domino status` lists them)",
+            " shares them by lease (referees, bot workers, projectors, archivers: `domino status`"
+            " lists them)",
         ),
     ] = 10000
     stall_ms: Annotated[

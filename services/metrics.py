@@ -75,7 +75,9 @@ COMMAND_TO_TURN = _histogram(
 )
 DECIDE = _histogram("domino_decide_seconds", "Deciding one batch of commands")
 APPEND = _histogram("domino_append_seconds", "One batch's append round trip")
-LEASES_HELD = _gauge("domino_leases_held", "Partitions this referee holds", ["holder"])
+LEASES_HELD = _gauge(
+    "domino_leases_held", "Partitions this referee or bot worker holds", ["holder"]
+)
 DEADLINE_STALLS = _counter(
     "domino_deadline_stalls_total",
     "Gaps in a partition's deadline checks longer than DOMINO_STALL_MS, each made up for by"
@@ -149,7 +151,7 @@ GROUPS: dict[str, tuple[Collector, ...]] = {
         CONSUMER_LAG,
         CONSUMER_PENDING,
     ),
-    "bots": (BOT_TURNS, BOT_THINK, CONSUMER_LAG, CONSUMER_PENDING),
+    "bots": (BOT_TURNS, BOT_THINK, CONSUMER_LAG, CONSUMER_PENDING, LEASES_HELD),
     "projector": (PROJECTOR_EVENTS,),
     "gateway": (
         GATEWAY_REQUESTS,

@@ -20,7 +20,7 @@ from services.metrics import Exporter
 from services.redis.apps import consumer_name, redis_broker, run_task, service_app
 from services.redis.connection import Client, open_client
 from services.store.keys import Keys
-from services.transport.redis import RedisTransport, ensure_groups
+from services.transport.redis import RedisLeaseTable, RedisTransport, ensure_groups
 from services.transport.stats import GroupGauges
 
 log = structlog.get_logger()
@@ -69,17 +69,17 @@ def bots_app(
     async def start(redis: Client) -> Callable[[], Awaitable[None]]:
         samples = settings.search_samples or None
         bot = make_strategy(strategy, seed, settings.search_budget_ms, samples)
-        worker = BotWorker(settings, RedisTransport(redis, topo), bot, pool, consumer)
+        leases = RedisLeaseTable(redis, topo, role=group_name(pool))
+        worker = BotWorker(
+            settings, RedisTransport(redis, topo), bot, pool, consumer, leases=leases
+        )
         beat = asyncio.create_task(heartbeat(redis, topo, pool, consumer))
         group = GroupGauges(group_name(pool))
 
-        async def ready() -> str | None:
-            return None if worker.consuming else "the worker does not read its turns"
-
         async def refresh() -> None:
-            await group.refresh(redis, topo.all_turns(pool))
+            await group.refresh(redis, worker.reader.streams)
 
-        exporter.attach(ready, refresh)
+        exporter.attach(worker.readiness, refresh)
         stop_worker = run_task(exporter.watch(worker.run), worker.stop)
 
         async def stop() -> None:

@@ -1,10 +1,13 @@
 """House bot workers: consume turns of one pool and answer each with its strategy's move.
 
 A worker sees only the turn message — its seat's view (C8) — never a match log. Workers of a
-pool share one consumer group across every partition's turns stream, so turns are spread over
-them; a killed worker's pending turns are claimed by another after ``claim_idle_ms``. The
-command id is derived from the turn (match version and seat), so a turn answered twice is
-applied once.
+pool share one consumer group over the pool's turns streams, and the partitions by lease (role
+``bots-<pool>``, as referees share theirs): each worker reads only the turns streams of the
+partitions it holds, an even share of the live workers'. A worker that dies stops renewing;
+after ``lease_ms`` the others take its partitions, and its pending turns are claimed once idle
+for ``claim_idle_ms``. A worker that joins takes its share as the others give theirs back. The
+command id is derived from the turn (match version and seat), so a turn answered twice — by a
+worker that let the partition go mid-batch, and by the one that took it — is applied once.
 """
 
 from __future__ import annotations
@@ -20,13 +23,14 @@ from events.codec import JSON, DecodeError
 from events.wire import TurnMessage
 from services.config import Settings
 from services.core.commands import command_message
+from services.core.leases import PartitionLeases
 from services.core.worker import GroupWorker
-from services.metrics import BOT_THINK, BOT_TURNS
+from services.metrics import BOT_THINK, BOT_TURNS, LEASES_HELD, fresh
 from services.redis.connection import Client
 from services.redis.lua import LuaScript
 from services.store.errors import InvalidMatchId
 from services.store.keys import Keys
-from services.transport.base import Entry, Message, Transport
+from services.transport.base import Entry, LeaseTable, Message, Transport
 
 log = structlog.get_logger()
 
@@ -82,7 +86,8 @@ async def pool_served(redis: Client, keys: Keys, pool: str) -> bool:
 
 
 class BotWorker(GroupWorker):
-    """One worker process's loop for a pool of house bots."""
+    """One worker process's loop for a pool of house bots: over the partitions it holds in
+    ``leases`` (the pool's table, role ``bots-<pool>``), or over every partition without."""
 
     def __init__(
         self,
@@ -93,6 +98,7 @@ class BotWorker(GroupWorker):
         consumer: str,
         *,
         observe: Callable[[TurnMessage, float], None] | None = None,
+        leases: LeaseTable | None = None,
     ) -> None:
         super().__init__()
         self.settings = settings
@@ -107,6 +113,16 @@ class BotWorker(GroupWorker):
             count=settings.batch,
             max_deliveries=settings.max_deliveries,
         )
+        self.leases = (
+            None
+            if leases is None
+            else PartitionLeases(leases, self.keys.partitions, consumer, settings.lease_ms)
+        )
+        self.owned = list(range(self.keys.partitions))
+        """The partitions whose turns this worker reads (every one, until leases say else)."""
+        self.leased_at: float | None = None
+        """When a round of lease renewal last worked (``time.monotonic()``)."""
+        self.consumer = consumer
         self.reply_to = self.keys.replies(group_name(pool))
         self.observe = observe
         """Called with each turn and when it was answered (a benchmark measures latency)."""
@@ -121,15 +137,67 @@ class BotWorker(GroupWorker):
 
     async def run(self) -> None:
         """Answer turns until ``stop()``."""
-        if not await self.until_done("starting the bot worker", self.reader.start):
+        if not await self.until_done("starting the bot worker", self.prepare):
             return
-        log.info("bot worker started", pool=self.pool, strategy=self.strategy.name)
+        log.info(
+            "bot worker started", pool=self.pool, strategy=self.strategy.name, partitions=self.owned
+        )
         self.consuming = True
         try:
-            await self.serve(self._trim_loop)
+            periodic = (
+                [self._trim_loop] if self.leases is None else [self._trim_loop, self._lease_loop]
+            )
+            await self.serve(*periodic)
         finally:
             self.consuming = False
+            if self.leases is not None:
+                try:
+                    await self.leases.release_all()
+                except Exception as e:  # the leases run out by themselves
+                    log.warning("giving the partitions back failed", pool=self.pool, error=str(e))
             log.info("bot worker stopped", pool=self.pool, moves=self.moves)
+
+    async def prepare(self) -> None:
+        """Create the group on every partition's turns stream (at 0: no turn is missed when a
+        partition moves here), then take this worker's share of the partitions."""
+        await self.reader.start()
+        if self.leases is not None:
+            self.owned = []
+            self.reader.streams = []
+            await self.own()
+
+    async def own(self) -> None:
+        """Renew and rebalance the leases; read only the partitions held. The turns a worker
+        that died left pending on a partition taken here are claimed by the reclaim loop (they
+        have been idle at least as long as its lease took to run out)."""
+        if self.leases is None:
+            return
+        owned = sorted(await self.leases.refresh())
+        self.leased_at = time.monotonic()
+        LEASES_HELD.labels(self.consumer).set(len(owned))
+        if owned != self.owned:
+            log.info("partitions held", pool=self.pool, consumer=self.consumer, partitions=owned)
+            self.owned = owned
+            self.reader.streams = [self.keys.turns(p, self.pool) for p in owned]
+
+    async def readiness(self) -> str | None:
+        """None while the worker reads its turns and (with leases) a round of lease renewal
+        worked within a lease's length; else why not."""
+        if not self.consuming:
+            return "the worker does not read its turns"
+        if self.leases is None:
+            return None
+        return fresh(self.leased_at, self.settings.lease_ms / 1000, "a round of lease renewal")
+
+    async def _lease_loop(self) -> None:
+        while not self.stopping:
+            await asyncio.sleep(self.settings.lease_ms / 4000)
+            try:
+                await self.own()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("lease renewal failed", pool=self.pool)
 
     async def _trim_loop(self) -> None:
         while not self.stopping:
@@ -142,9 +210,9 @@ class BotWorker(GroupWorker):
                 log.exception("trimming the turns streams failed", pool=self.pool)
 
     async def trim(self) -> int:
-        """Trim the pool's turns streams, every partition's, below what its group still needs
-        (every worker of the pool may: trimming twice, or to an older point, removes nothing
-        more); return how many entries went."""
+        """Trim the pool's turns streams of the partitions read here below what its group still
+        needs (trimming twice, or to an older point, removes nothing more); return how many
+        entries went."""
         return await self.transport.trim(self.reader.streams)
 
     async def handle(self, entries: list[Entry]) -> None:

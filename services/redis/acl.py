@@ -118,10 +118,12 @@ BOTS = Role(
         "{p*}:cmd",
         "replies:bots-{pool}",
         "pool:{pool}",
+        "{p*}:lease:bots-{pool}",
+        "holders:bots-{pool}",
         "dead",
     ),
     meaning="one pool's house bots: its turns streams, the command streams they answer on,"
-    " their reply stream and heartbeats; no match log",
+    " their reply stream, heartbeats and partition leases; no match log",
 )
 PROJECTOR = Role(
     "projector",

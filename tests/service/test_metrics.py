@@ -57,6 +57,7 @@ OWN = {  # the metrics each kind of process serves, as the contract names them
         "domino_bot_think_seconds",
         "domino_consumer_lag",
         "domino_consumer_pending",
+        "domino_leases_held",
     },
     "projector": {"domino_projector_events_total"},
     "gateway": {
