@@ -19,11 +19,15 @@ from services.config import Settings
 from services.metrics import Exporter
 from services.redis.apps import consumer_name, redis_broker, run_task, service_app
 from services.redis.connection import Client, open_client
+from services.redis.lane import close_lane
 from services.store.keys import Keys
 from services.transport.redis import RedisLeaseTable, RedisTransport, ensure_groups
 from services.transport.stats import GroupGauges
 
 log = structlog.get_logger()
+READS_SPARE = 32
+"""Connections per node a cluster worker's reads client has beyond one per partition: its
+acknowledgements, answers and claims."""
 
 
 @functools.cache
@@ -70,8 +74,16 @@ def bots_app(
         samples = settings.search_samples or None
         bot = make_strategy(strategy, seed, settings.search_budget_ms, samples)
         leases = RedisLeaseTable(redis, topo, role=group_name(pool))
+        # On a cluster the worker keeps a blocking read per turns stream it holds, each on a
+        # connection of its own: they get a client whose pool has room for every partition,
+        # so that neither they nor the leases' renewals (on the service's client) starve.
+        reads = (
+            open_client(url, cluster=True, max_connections=settings.partitions + READS_SPARE)
+            if cluster
+            else redis
+        )
         worker = BotWorker(
-            settings, RedisTransport(redis, topo), bot, pool, consumer, leases=leases
+            settings, RedisTransport(reads, topo), bot, pool, consumer, leases=leases
         )
         beat = asyncio.create_task(heartbeat(redis, topo, pool, consumer))
         group = GroupGauges(group_name(pool))
@@ -86,6 +98,9 @@ def bots_app(
             beat.cancel()
             await asyncio.gather(beat, return_exceptions=True)
             await stop_worker()
+            if reads is not redis:
+                await close_lane(reads)
+                await reads.aclose()
 
         return stop
 

@@ -63,6 +63,13 @@ return redis.call('ZCOUNT', KEYS[1], now - tonumber(ARGV[1]), '+inf')
 )
 
 
+READ_BLOCK_MS = 1000
+"""How long a read of turns waits for one. A turn that comes ends the wait at once, so this
+sets only how often an idle worker asks again — on a Redis Cluster once per stream it reads:
+at 20 ms, 256 partitions were 12,800 reads a second of an idle worker — and, on one node, how
+soon a partition just taken is read (from the next read on)."""
+
+
 def workers_key(keys: Keys, pool: str) -> str:
     """The sorted set of a pool's workers, by when each last said it serves the pool."""
     return f"{keys.prefix}:pool:{pool}"
@@ -112,6 +119,7 @@ class BotWorker(GroupWorker):
             self.keys.all_turns(pool),
             count=settings.batch,
             max_deliveries=settings.max_deliveries,
+            block_ms=READ_BLOCK_MS,
         )
         self.leases = (
             None
