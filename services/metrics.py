@@ -123,6 +123,10 @@ GATEWAY_REQUEST_SECONDS = _histogram(
 GATEWAY_OPEN_STREAMS = _gauge(
     "domino_gateway_open_streams", "Streams open now: seat, account, public or socket", ["kind"]
 )
+GATEWAY_PARTITIONS_READ = _gauge(
+    "domino_gateway_partitions_read",
+    "Partitions whose notification log this gateway reads now (those it has an interest in)",
+)
 GATEWAY_RATE_LIMITED = _counter(
     "domino_gateway_rate_limited_total", "Requests refused with 429, by limit", ["limit"]
 )
@@ -157,6 +161,7 @@ GROUPS: dict[str, tuple[Collector, ...]] = {
         GATEWAY_REQUESTS,
         GATEWAY_REQUEST_SECONDS,
         GATEWAY_OPEN_STREAMS,
+        GATEWAY_PARTITIONS_READ,
         GATEWAY_RATE_LIMITED,
         GATEWAY_MOVES,
         GATEWAY_CONNECTIONS,

@@ -1,13 +1,22 @@
 """The gateway's view of running matches: it follows the logs and feeds every stream.
 
-One task reads, with a single blocking ``XREAD``, every partition's notification log and the
-gateway's reply stream (on a Redis Cluster, where one XREAD covers one hash slot, one task per
-stream). For each match that has a stream open here, a :class:`Feed` folds the
-match's state from the log (read once from the match stream, then kept up to date from the
-notification log) and sends each receiver what it may see: events through
-``engine.views.redact`` and views through ``engine.views.view_for`` (C8). A move waiting for
-its outcome is resolved by the first event that carries its command id, or by the referee's
-``Rejected`` on the reply stream. Entries of matches nobody follows here are skipped unread.
+The gateway reads a partition's notification log only while it has an interest there: a match
+it follows (a :class:`Feed`, kept while a stream is open and ``LINGER_S`` after) or a move
+waiting for its outcome. The read starts when the interest appears — from ``START_BACK_MS``
+before the server's clock says now, so no entry appended after that is missed, and what is
+read twice is passed over by version — and stops ``READ_LINGER_S`` after the last interest
+there lapsed. One task reads, with a single blocking ``XREAD``, the logs read and the gateway's
+reply stream (a partition that joins gives up the read waiting and starts one naming it); on a
+Redis Cluster, where one XREAD covers one hash slot, one task per stream. So a gateway holds
+at most one read per partition it has an interest in, never one per partition of the
+deployment (``domino_gateway_partitions_read`` says how many).
+
+For each match followed here, a :class:`Feed` folds the match's state from the log (read once
+from the match stream, then kept up to date from the notification log) and sends each receiver
+what it may see: events through ``engine.views.redact`` and views through
+``engine.views.view_for`` (C8). A move waiting for its outcome is resolved by the first event
+that carries its command id, or by the referee's ``Rejected`` on the reply stream. Entries of
+matches nobody follows here are skipped unread.
 
 Versions make it exact: a feed applies version k only after k-1, skips what it has, and reads
 any gap back from the match stream; a stream resumed after version N is sent N+1.. from the
@@ -38,9 +47,11 @@ from services.gateway.feed import Feed, FeedUnavailable, Flight, Outcome
 from services.gateway.finished import Finished, Kept
 from services.gateway.protocol import EventLine, Gap, frame
 from services.gateway.subscribers import Subscriber, Waker, essential
+from services.metrics import GATEWAY_PARTITIONS_READ
 from services.redis.clock import ServerClock
 from services.redis.connection import Client
 from services.redis.lane import Lane
+from services.store.errors import InvalidMatchId
 from services.store.keys import Keys
 from services.store.source import LogReader
 from services.transport.base import DATA
@@ -63,6 +74,14 @@ __all__ = [
 LINGER_S = 30.0  # a feed nobody follows is kept this long, so a reconnect finds it warm
 YIELD_EVERY = 200  # a long log is folded or framed this many events at a time, the loop between
 CLOCK_EVERY_S = 10.0  # how often the server's clock is read again
+READ_LINGER_S = 10.0
+"""A partition's log is read this long after the last interest there lapsed (no feed, no move
+waiting), so that a match followed again soon finds it read."""
+START_BACK_MS = 5_000
+"""A partition's log is read from this long before the server's clock says now when its read
+starts: far more than the clock's error (a round trip) and than the skew of a cluster's
+masters, so every entry appended once the interest appeared is read."""
+LAPSE_EVERY_S = 1.0  # how often the partitions read are checked for an interest that lapsed
 
 
 def _fields(flat: Sequence[bytes] | dict[bytes, bytes] | None) -> dict[bytes, bytes]:
@@ -97,6 +116,11 @@ class Hub:
         self.redis = redis
         self.finished = finished  # finished matches' stream lines, made once
         self.tail = tail  # the blocking XREAD's own connection (None: one read per stream)
+        self.reading: dict[int, str] = {}
+        """The partitions whose log is read here, and the log's key."""
+        self._lapsed: dict[int, float] = {}  # partition read -> when its interest lapsed
+        self._readers: dict[str, asyncio.Task[None]] = {}  # key -> its read (a cluster's)
+        self._wake = asyncio.Event()  # a partition joined: the one XREAD starts again
         self.store = store  # live logs, and archived ones (a finished match's stream)
         self.topo = topo
         self.replies = replies
@@ -114,30 +138,29 @@ class Hub:
     # -- lifecycle -----------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Start reading after everything already in the logs and the reply stream."""
+        """Start reading the reply stream after everything already in it (a partition's log is
+        read from when an interest there appears)."""
         for _ in range(3):  # the best of a few readings
             await self.clock.read(self.redis)
-        keys = [self.topo.log(p) for p in range(self.topo.partitions)] + [self.replies]
-        pipe = self.redis.pipeline(transaction=False)
-        for key in keys:
-            pipe.xrevrange(key, "+", "-", count=1)
-        for key, last in zip(keys, await pipe.execute(), strict=True):
-            self._positions[key] = last[0][0] if last else b"0-0"
+        last = cast(list[Any], await self.redis.xrevrange(self.replies, "+", "-", count=1))
+        self._positions[self.replies] = last[0][0] if last else b"0-0"
         if self.tail is None:
-            readers = [self._tail_one(key) for key in keys]
+            self._readers[self.replies] = asyncio.create_task(self._tail_one(self.replies))
         else:
-            readers = [self._tail(self.tail)]
-        self._tasks = [asyncio.create_task(reader) for reader in readers]
+            self._tasks.append(asyncio.create_task(self._tail(self.tail), name="tail"))
         self._tasks.append(asyncio.create_task(self._janitor(), name="janitor"))
         self._tasks.append(asyncio.create_task(self._read_clock(), name="clock"))
+        self._tasks.append(asyncio.create_task(self._lapse(), name="lapse"))
+        GATEWAY_PARTITIONS_READ.set(0)
 
     async def stop(self) -> None:
         """Stop following; every open stream ends."""
         self._stopping = True
-        for task in self._tasks:
+        tasks = [*self._tasks, *self._readers.values()]
+        for task in tasks:
             task.cancel()
-        if self._tasks:  # a read whose cancel the client took for its own timeout ends soon
-            await asyncio.wait(self._tasks, timeout=2.0)
+        if tasks:  # a read whose cancel the client took for its own timeout ends soon
+            await asyncio.wait(tasks, timeout=2.0)
         for feed in self.feeds.values():
             for sub in feed.subs:
                 sub.finish()
@@ -152,6 +175,7 @@ class Hub:
         feed = self.feeds.get(match_id)
         if feed is None:
             feed = self.feeds[match_id] = Feed(match_id, self.clock)
+            self._want(match_id)  # before the load reads the match: nothing falls between
             asyncio.create_task(self._load(feed))  # noqa: RUF006 - the feed holds the outcome
         if not feed.ready.is_set():
             await feed.ready.wait()
@@ -280,6 +304,7 @@ class Hub:
     def expect(self, match_id: str, command_id: str) -> asyncio.Future[Outcome]:
         """A future resolved by the command's first event or by its rejection."""
         fut: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
+        self._want(match_id)  # before the command is sent: its event is read however soon
         self._waiters.setdefault((match_id, command_id), []).append(fut)
         self._watched[match_id] = self._watched.get(match_id, 0) + 1
         return fut
@@ -311,11 +336,67 @@ class Hub:
 
     # -- reading -------------------------------------------------------------------------------
 
-    async def _tail_one(self, key: str) -> None:
-        """Follow one stream (on a Redis Cluster)."""
-        while not self._stopping:
+    def _want(self, match_id: str) -> None:
+        """An interest in ``match_id`` appeared: read its partition's log, if it is not read
+        yet, from ``START_BACK_MS`` before now on the server's clock (every entry appended
+        from here on has a later id: the server's time when it was added)."""
+        partition = self._partition(match_id)
+        if partition is None:  # no such match can be: its feed fails to load, and says so
+            return
+        self._lapsed.pop(partition, None)
+        if partition in self.reading or self._stopping:
+            return
+        key = self.topo.log(partition)
+        self.reading[partition] = key
+        self._positions[key] = f"{max(0, round(self.clock.now() * 1000) - START_BACK_MS)}-0"
+        if self.tail is None:
+            self._readers[key] = asyncio.create_task(self._tail_one(key), name=key)
+        else:
+            self._wake.set()
+        GATEWAY_PARTITIONS_READ.set(len(self.reading))
+
+    def let_go(self, now: float) -> list[int]:
+        """Stop reading the partitions where nothing here has had an interest for
+        ``READ_LINGER_S`` (``now``: ``time.monotonic()``); return them."""
+        wanted = {self._partition(m) for m in self.feeds} | {
+            self._partition(m) for m in self._watched
+        }
+        gone: list[int] = []
+        for partition in list(self.reading):
+            if partition in wanted:
+                self._lapsed.pop(partition, None)
+            elif now - self._lapsed.setdefault(partition, now) >= READ_LINGER_S:
+                del self._lapsed[partition]
+                key = self.reading.pop(partition)
+                self._positions.pop(key, None)  # the one XREAD names it no more
+                reader = self._readers.pop(key, None)
+                if reader is not None:
+                    reader.cancel()
+                gone.append(partition)
+        if gone:
+            GATEWAY_PARTITIONS_READ.set(len(self.reading))
+        return gone
+
+    def _partition(self, match_id: str) -> int | None:
+        """The partition of a match; None for an id no match can have."""
+        try:
+            return self.topo.partition_of(match_id)
+        except InvalidMatchId:
+            return None
+
+    async def _lapse(self) -> None:
+        while True:
+            await asyncio.sleep(LAPSE_EVERY_S)
             try:
-                reply = await self.redis.xread({key: self._positions[key]}, block=1000)
+                self.let_go(time.monotonic())
+            except Exception:  # the reads stay as they are until the next check
+                log.exception("letting go of the partitions without an interest failed")
+
+    async def _tail_one(self, key: str) -> None:
+        """Follow one stream (on a Redis Cluster) until it is read here no more."""
+        while not self._stopping and (position := self._positions.get(key)) is not None:
+            try:
+                reply = await self.redis.xread({key: position}, block=1000)
             except asyncio.CancelledError:
                 if self._stopping or cancelled_here():
                     raise
@@ -330,15 +411,27 @@ class Hub:
                 self._dispatch(cast(list[Any], reply))
 
     async def _tail(self, tail: Lane) -> None:
-        """Follow every stream with one XREAD (on one Redis node)."""
+        """Follow the streams read here with one XREAD (on one Redis node). A partition that
+        joins while the read waits gives that read up — its connection closed, Redis forgets
+        it, and nothing it had read counts — and the next one names the partition."""
         while True:
-            positions = self._positions
+            self._wake.clear()
+            positions = dict(self._positions)
+            read = asyncio.ensure_future(
+                tail.call("XREAD", "BLOCK", 1000, "STREAMS", *positions, *positions.values())
+            )
+            woken = asyncio.ensure_future(self._wake.wait())
             try:
-                reply = await tail.call(
-                    "XREAD", "BLOCK", 1000, "STREAMS", *positions, *positions.values()
-                )
-            except asyncio.CancelledError:
-                raise
+                await asyncio.wait((read, woken), return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                woken.cancel()
+                if not read.done():
+                    read.cancel()
+            if read.cancelled():
+                await tail.aclose()
+                continue
+            try:
+                reply = read.result()
             except Exception:
                 log.exception("reading the logs failed; retrying")
                 await asyncio.sleep(0.5)
@@ -353,6 +446,8 @@ class Hub:
         feeds, watched = self.feeds, self._watched
         for raw_key, entries in reply:
             key = raw_key.decode() if isinstance(raw_key, bytes) else raw_key
+            if key not in self._positions:  # a partition let go while the read was out
+                continue
             self._positions[key] = entries[-1][0]
             if key == self.replies:
                 self._rejections([_fields(flat) for _, flat in entries])

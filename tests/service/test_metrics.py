@@ -64,6 +64,7 @@ OWN = {  # the metrics each kind of process serves, as the contract names them
         "domino_gateway_requests_total",
         "domino_gateway_request_seconds",
         "domino_gateway_open_streams",
+        "domino_gateway_partitions_read",
         "domino_gateway_rate_limited_total",
         "domino_gateway_moves_total",
         "domino_gateway_connections",
