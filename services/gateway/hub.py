@@ -425,9 +425,11 @@ class Hub:
                 await asyncio.wait((read, woken), return_when=asyncio.FIRST_COMPLETED)
             finally:
                 woken.cancel()
-                if not read.done():
+                given_up = not read.done()
+                if given_up:
                     read.cancel()
-            if read.cancelled():
+            if given_up:
+                await asyncio.wait((read,))  # its cancel lands before the connection goes
                 await tail.aclose()
                 continue
             try:

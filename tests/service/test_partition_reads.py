@@ -20,6 +20,8 @@ import httpx
 import pytest
 
 from engine.rules import Rules
+from events.codec import JSON
+from events.envelope import Envelope
 from services.cli.clients import service_client
 from services.cli.supervisor import Stack
 from services.config import Settings
@@ -28,10 +30,12 @@ from services.redis.lane import Lane
 from services.store.keys import Keys
 from services.store.redis import RedisEventStore
 from services.store.source import MatchSource
+from services.transport.base import DATA
 from tests.gateway.conftest import UNCAPPED, free_port, wait_healthy
 from tests.service.conftest import read_log, wait_until_over
 from tests.service.test_hosted_matches import assert_clean
 from tests.service.test_metrics import scrape
+from tests.support.matches import random_match
 from tests.support.ports import consecutive_free_ports
 from tests.support.topology import client_for, is_cluster_url
 
@@ -264,11 +268,15 @@ def test_a_gateway_reads_no_partition_without_an_interest_and_a_followed_match_o
     assert_clean(log)
 
 
-def test_a_partition_is_read_while_a_move_waits_there_and_let_go_after_its_interest_lapses(
+def test_a_partition_is_read_from_when_a_move_waits_there_and_let_go_after_it_lapses(
     redis_url: str, key_prefix: str
 ) -> None:
-    """The hub's bookkeeping, on a real Redis: no read at the start, a read from the moment a
-    move waits on a partition, none once that interest has lapsed READ_LINGER_S."""
+    """The hub on a real Redis: no read at the start; a move waiting on a partition starts its
+    read at once (the read already waiting gives way), so the event appended after resolves it
+    in well under the waiting read's second; none once that interest has lapsed READ_LINGER_S."""
+    match_id = "m-0123456789"
+    created = random_match(Rules.make("straight", players=2), 1)[0]
+    event = Envelope(match_id=match_id, version=1, command_id="c1", ts=time.time(), event=created)
 
     async def go() -> None:
         redis = client_for(redis_url)
@@ -278,12 +286,17 @@ def test_a_partition_is_read_while_a_move_waits_there_and_let_go_after_its_inter
         hub = Hub(redis, MatchSource(store), keys, keys.replies("gw-test"), 1 << 20, tail)
         try:
             await hub.start()
+            await asyncio.sleep(0.2)  # the one read is waiting, naming no partition
             assert hub.reading == {}
-            fut = hub.expect("m-0123456789", "c1")
-            partition = keys.partition_of("m-0123456789")
+            fut = hub.expect(match_id, "c1")
+            partition = keys.partition_of(match_id)
             assert set(hub.reading) == {partition}
-            await asyncio.sleep(0.2)  # the tail's read names it now
-            hub.forget("m-0123456789", "c1", fut)
+            fields = {"match": match_id, "version": 1, DATA: JSON.encode(event)}
+            await redis.xadd(keys.log(partition), fields)  # type: ignore[arg-type]
+            began = time.monotonic()
+            assert (await hub.outcome(fut, 5.0)).version == 1
+            assert time.monotonic() - began < 0.5
+            hub.forget(match_id, "c1", fut)
             now = time.monotonic()
             assert hub.let_go(now) == []  # the interest has just lapsed
             assert hub.let_go(now + READ_LINGER_S) == [partition]
