@@ -139,13 +139,14 @@ def pending_by_consumer(url: str, settings: Settings) -> dict[str, int]:
 
 
 def test_the_workers_of_a_pool_share_its_partitions_and_every_match_ends(redis_url: str) -> None:
-    """Three workers of one pool: each holds its share of the leases, reads those partitions
-    alone, and the matches on every partition end (C1)."""
+    """Two workers of one pool share its partitions; a third started beside them takes its
+    share without a restart of the others; each reads its own, and the matches on every
+    partition end (C1)."""
     settings = settings_for(redis_url, partitions=6)
-    pools = {POOL: 3}
-    with Stack(redis_url, settings, pools=pools, projector=False):
-        workers = {f"{POOL}-{k}" for k in range(3)}
-        wait_shared(redis_url, settings, workers)
+    with Stack(redis_url, settings, pools={POOL: 2}, projector=False) as stack:
+        wait_shared(redis_url, settings, {f"{POOL}-0", f"{POOL}-1"})
+        stack.spawn(f"bots-{POOL}-2", "bots", "--strategy", POOL, "--name", f"{POOL}-2")
+        wait_shared(redis_url, settings, {f"{POOL}-{k}" for k in range(3)})
         held = holders(redis_url, settings)
         ids = create(redis_url, settings, ids_in(settings, set(range(6)), 12))
         logs = wait_until_over(redis_url, settings, ids, timeout=90)
@@ -154,6 +155,7 @@ def test_the_workers_of_a_pool_share_its_partitions_and_every_match_ends(redis_u
         time.sleep(0.3)  # the last answers' acknowledgements
         assert sum(pending_by_consumer(redis_url, settings).values()) == 0
         assert holders(redis_url, settings) == held  # nobody took another's partition
+        assert not stack.check()  # none of them exited
 
 
 def test_a_killed_workers_partitions_are_taken_and_the_turns_it_held_are_answered(
