@@ -165,7 +165,7 @@ def test_a_killed_workers_partitions_are_taken_and_the_turns_it_held_are_answere
     would have read them before dying), then SIGKILLed: the other takes its partitions once
     its leases run out and claims the turns it held; with no deadline and a watch list too
     slow to send them again, every match still ends (no turn lost)."""
-    settings = settings_for(redis_url, partitions=4, lease_ms=3000)
+    settings = settings_for(redis_url, partitions=4, lease_ms=5000)  # outlasts a loaded setup
     dead = f"{POOL}-0"
     with Stack(redis_url, settings, pools={POOL: 2}, projector=False) as stack:
         wait_shared(redis_url, settings, {dead, f"{POOL}-1"})
