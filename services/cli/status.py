@@ -166,12 +166,8 @@ async def _pools(redis: Client, keys: Keys) -> dict[str, list[Heartbeat]]:
 
 
 def _role_keys(keys: Keys, role: str) -> tuple[str, list[str]]:
-    """A role's heartbeats and each partition's lease, as RedisLeaseTable names them: the
-    referees' are ``<prefix>:referees`` and ``{pN}:owner``, every other role's
-    ``<prefix>:holders:<role>`` and ``{pN}:lease:<role>``."""
-    if role == REFEREE:
-        return keys.referees, [keys.owner(p) for p in range(keys.partitions)]
-    return keys.holders(role), [keys.lease(p, role) for p in range(keys.partitions)]
+    """A role's heartbeats and each partition's lease, as its lease table names them."""
+    return keys.heartbeats_of(role), [keys.lease_of(p, role) for p in range(keys.partitions)]
 
 
 async def _roles_found(redis: Client, keys: Keys) -> list[str]:

@@ -183,6 +183,16 @@ class Keys:
             raise ValueError(f"invalid role name {role!r}")
         return f"{self.prefix}:holders:{role}"
 
+    def heartbeats_of(self, role: str) -> str:
+        """The heartbeats of the processes of ``role`` that share the partitions by lease: the
+        referees' are :attr:`referees`, every other role's :meth:`holders`."""
+        return self.referees if role == "referee" else self.holders(role)
+
+    def lease_of(self, partition: int, role: str) -> str:
+        """The lease on a partition of the process of ``role`` that holds it: the referees'
+        is :meth:`owner`, every other role's :meth:`lease`."""
+        return self.owner(partition) if role == "referee" else self.lease(partition, role)
+
     def lobby_match(self, match_id: str) -> str:
         """A lobby match's hash: rules, seats, names, token hashes (services/lobby/tables.py)."""
         return f"{self.prefix}:{self.tag(self.partition_of(match_id))}:seat:{match_id}"

@@ -535,12 +535,10 @@ class RedisLeaseTable(LeaseTable):
         self.redis = redis
         self.keys = keys
         self.role = role
-        self._heartbeats = keys.referees if role == "referee" else keys.holders(role)
+        self._heartbeats = keys.heartbeats_of(role)
 
     def _lease(self, partition: int) -> str:
-        if self.role == "referee":
-            return self.keys.owner(partition)
-        return self.keys.lease(partition, self.role)
+        return self.keys.lease_of(partition, self.role)
 
     async def heartbeat(self, name: str, ttl_ms: int) -> list[str]:
         """Record that ``name`` is alive; return every holder alive within ``ttl_ms``. Both
