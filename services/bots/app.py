@@ -18,16 +18,13 @@ from services.bots.worker import BotWorker, group_name, heartbeat
 from services.config import Settings
 from services.metrics import Exporter
 from services.redis.apps import consumer_name, redis_broker, run_task, service_app
-from services.redis.connection import Client, open_client
+from services.redis.connection import Client, open_client, pool_for_reads
 from services.redis.lane import close_lane
 from services.store.keys import Keys
 from services.transport.redis import RedisLeaseTable, RedisTransport, ensure_groups
 from services.transport.stats import GroupGauges
 
 log = structlog.get_logger()
-READS_SPARE = 32
-"""Connections per node a cluster worker's reads client has beyond one per partition: its
-acknowledgements, answers and claims."""
 
 
 @functools.cache
@@ -78,7 +75,7 @@ def bots_app(
         # connection of its own: they get a client whose pool has room for every partition,
         # so that neither they nor the leases' renewals (on the service's client) starve.
         reads = (
-            open_client(url, cluster=True, max_connections=settings.partitions + READS_SPARE)
+            open_client(url, cluster=True, max_connections=pool_for_reads(settings.partitions))
             if cluster
             else redis
         )

@@ -100,10 +100,13 @@ async def lifespan(gw: Gateway, app: Starlette) -> AsyncIterator[None]:
     """Connect, follow the logs, serve; then stop following and disconnect."""
     url = gw.redis_url
     cluster = await topology(url, gw.settings.cluster)  # waits for Redis to answer
+    # On a cluster the hub keeps a blocking read per partition it follows (docs/architecture.md,
+    # "Who reads which partitions"), each on a connection of its own: room for them all too.
+    reads = gw.settings.partitions if cluster else 0
     redis = open_client(  # wait for a connection rather than fail
         url,
         cluster=cluster,
-        max_connections=REDIS_CONNECTIONS,
+        max_connections=REDIS_CONNECTIONS + reads,
         wait_s=gw.config.move_timeout_s,
     )
     store = RedisEventStore(redis, partitions=gw.settings.partitions, prefix=gw.settings.prefix)

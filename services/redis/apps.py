@@ -83,14 +83,16 @@ def service_app(
     broker: RedisBroker | None = None,
     *,
     cluster: bool = False,
+    max_connections: int | None = None,
 ) -> FastStream:
     """A FastStream app that runs ``start(redis)`` after startup and its returned stopper on
     shutdown; ``broker`` when the service has subscribers of its own. With ``cluster`` the
-    client (and a broker made here) speak to a Redis Cluster."""
+    client (and a broker made here) speak to a Redis Cluster; ``max_connections`` sizes its
+    pool (per node on a cluster: see :func:`~services.redis.connection.pool_for_reads`)."""
     broker = broker or redis_broker(url, cluster)
     app = FastStream(broker, logger=None)
     state: dict[str, Callable[[], Awaitable[None]]] = {}
-    redis = open_client(url, cluster=cluster)
+    redis = open_client(url, cluster=cluster, max_connections=max_connections)
 
     @app.on_startup
     async def _wait() -> None:

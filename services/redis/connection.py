@@ -74,6 +74,18 @@ def replica_reader(url: str, *, max_connections: int = 100) -> RedisCluster:
     )
 
 
+READS_SPARE = 32
+"""Connections per node a cluster client has beyond one per partition it may read: its
+appends, acknowledgements, claims and lease renewals."""
+
+
+def pool_for_reads(partitions: int) -> int:
+    """Connections per node for a cluster client that keeps a blocking read per partition it
+    holds, each on a connection of its own: one for every partition (a process alone holds
+    them all, and on a small cluster most sit on one node), and :data:`READS_SPARE` more."""
+    return partitions + READS_SPARE
+
+
 def open_client(
     url: str,
     *,

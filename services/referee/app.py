@@ -9,7 +9,7 @@ from faststream import FastStream
 from services.config import Settings
 from services.metrics import DEAD_LETTERS, LIVE_MATCHES, Exporter
 from services.redis.apps import consumer_name, run_task, service_app
-from services.redis.connection import Client
+from services.redis.connection import Client, pool_for_reads
 from services.referee.service import GROUP, Referee
 from services.store import open_archive
 from services.store.redis import RedisEventStore
@@ -45,7 +45,10 @@ def referee_app(
         exporter.attach(referee.readiness, gauges(redis, referee))
         return run_task(exporter.watch(referee.run), referee.stop)
 
-    return service_app(url, start, cluster=cluster)
+    # On a cluster the referee keeps a blocking read per partition it holds, each on a
+    # connection of its own: its pool has room for every partition, and its other calls.
+    pool = pool_for_reads(settings.partitions) if cluster else None
+    return service_app(url, start, cluster=cluster, max_connections=pool)
 
 
 def gauges(redis: Client, referee: Referee) -> Callable[[], Awaitable[None]]:
