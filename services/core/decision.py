@@ -7,9 +7,12 @@ next turn message for a house bot, the turn's time limit — or a :class:`Reject
 sender. :func:`append_request` turns a decision into the one atomic append that stores it.
 
 Deadlines are on the Redis server's clock: the append sets the next turn's deadline from the
-server's TIME, and a move's arrival is its command-stream entry's time. A move that arrived at
-or after its turn's deadline is refused (``late``) and the turn times out; one that arrived
-before its turn began is not an answer to it (``not_your_turn``, C4).
+server's TIME, and a move's arrival is its command-stream entry's time. Whether a move came in
+time is not decided here but by the append that would store it (a :class:`TurnCheck`), against
+the deadline as it stands in Redis — the one the timeout fires from, pushed back by any stall —
+so every referee judges it the same: a move that arrived at or after the deadline is refused
+(``late``) and the turn times out; one that arrived before its turn began is not an answer to
+it (``not_your_turn``, C4); a timeout whose deadline a stall pushed back is not due yet.
 """
 
 from __future__ import annotations
@@ -34,9 +37,16 @@ from events.model import (
 )
 from events.wire import TurnMessage
 from services.core.dealer import deal
-from services.store.base import Ack, AppendRequest, NewEvent, OutboxEntry, Schedule
+from services.store.base import (
+    Ack,
+    AppendRequest,
+    NewEvent,
+    OutboxEntry,
+    Refusal,
+    Schedule,
+    TurnCheck,
+)
 from services.store.keys import EXTERNAL, Keys
-from services.transport.base import TurnTimes
 
 REFEREE_ONLY = (DealRound, TimeOutTurn)
 """Commands the referee makes itself; arriving on a command stream they are rejected."""
@@ -66,6 +76,9 @@ class Decision:
     new_turn: bool
     """Whether a turn began: another seat's, or a new round's (a draw keeps the turn)."""
     now: float
+    timed: bool = False
+    """Whether the command answers a turn with a deadline — a move of the seat to play, or
+    the referee's timeout — so that its append must check the turn's clock first."""
 
     @property
     def match_id(self) -> str:
@@ -82,8 +95,6 @@ def decide_command(
     arrived: float | None = None,
     from_stream: bool = True,
     owned: bool = False,
-    times: TurnTimes | None = None,
-    arrived_ms: int | None = None,
 ) -> Decision | Rejection:
     """Decide ``envelope``'s command against ``state`` (None: the match has no events yet),
     leaving ``state`` as it was.
@@ -91,9 +102,7 @@ def decide_command(
     ``from_stream`` says the command came from a command stream (a sender), where deals and
     timeouts are refused: the referee alone deals and keeps the clock. ``arrived`` is when the
     command reached the referee (for the turn's latency, on its own clock), ``now`` by default.
-    With ``times`` (when the match's current turn began and is over) and ``arrived_ms`` (when
-    the command reached its stream, both on the Redis server's clock) a move of the seat to
-    play is refused if it arrived at or after the deadline, or before the turn began.
+    Whether a move came in time is left to its append (``Decision.timed``, :func:`append_request`).
 
     ``state`` is left as it was, unless the caller says it is ``owned``: a state nobody else
     holds (the referee takes it out of its repository first), which the decision then evolves
@@ -104,15 +113,17 @@ def decide_command(
         what = command.__struct_config__.tag
         message = f"{what} comes from the referee alone: it deals and keeps the clock"
         return Rejection(reason="bad_command", rule="-", message=message)
-    if times is not None and arrived_ms is not None:
-        late = lateness(state, command, times, arrived_ms)
-        if late is not None:
-            return late
     result = decide(state, command)
     if isinstance(result, Rejection):
         return result
     expected = 0 if state is None else state.version
     before = None if state is None or state.phase != "playing" else (state.turn, state.round)
+    timed = (
+        before is not None
+        and state is not None
+        and bool(state.deadline_ms)
+        and on_the_clock(command, state.turn)
+    )
     events = list(result)
     after = state if owned or state is None else state.copy()  # evolve works in place
     for event in result:
@@ -138,28 +149,26 @@ def decide_command(
         deadline_ms=limit,
         new_turn=playing and before != (after.turn, after.round),
         now=now,
+        timed=timed,
     )
 
 
-def lateness(
-    state: MatchState | None, command: AnyCommand, times: TurnTimes, arrived_ms: int
-) -> Rejection | None:
-    """Why a move of the seat to play comes too late or too early for its turn, if it does:
-    it reached the command stream at or after the turn's deadline (the turn is timed out), or
-    before the turn began (it answered an earlier turn, or none). Other commands — resigning,
-    aborting — are not moves of a turn."""
-    if state is None or state.phase != "playing" or not isinstance(command, MOVES):
-        return None
-    if command.seat != state.turn:
-        return None
-    if arrived_ms >= times.deadline_ms:
-        late_by = arrived_ms - times.deadline_ms
-        message = f"the move reached the referee {late_by} ms after its turn's deadline"
-        return Rejection(reason="late", rule="-", message=message)
-    if arrived_ms < times.began_ms:
+def on_the_clock(command: AnyCommand, turn: int) -> bool:
+    """Whether ``command`` is bound by the deadline of ``turn``'s seat: its move, or the
+    referee's timeout of it. Other commands — resigning, aborting — are not moves of a turn."""
+    if isinstance(command, TimeOutTurn):
+        return True
+    return isinstance(command, MOVES) and command.seat == turn
+
+
+def refusal_rejection(refusal: Refusal, arrived_ms: int | None) -> Rejection:
+    """What the sender of a move its append refused is told (``late``, ``not_your_turn``)."""
+    if refusal.reason == "early":
         message = "the move reached the referee before this turn began: it was not this seat's"
         return Rejection(reason="not_your_turn", rule="C4", message=message)
-    return None
+    late_by = "" if arrived_ms is None else f" {arrived_ms - refusal.at_ms} ms"
+    message = f"the move reached the referee{late_by} after its turn's deadline"
+    return Rejection(reason="late", rule="-", message=message)
 
 
 def turn_for(
@@ -197,10 +206,17 @@ def append_request(
     *,
     ack: Ack | None = None,
     watch_ms: int | None = None,
+    arrived_ms: int | None = None,
+    stall_ms: int | None = None,
 ) -> AppendRequest:
     """The atomic append that stores ``decision``: its events, the turn message, the turn's
     deadline (and, when a turn began, when it did) set from the Redis server's clock or
     cleared, and ``ack`` (the command's entry, acknowledged by the append).
+
+    With ``stall_ms``, a decision bound by its turn's deadline (``Decision.timed``) is
+    checked by the append against that deadline as it stands, a stall of that long made up
+    for first (:class:`TurnCheck`): a move from a command stream by ``arrived_ms`` (when it
+    reached the stream, on the server's clock), the referee's timeout by the server's now.
 
     With ``watch_ms``, a new match goes on its partition's watch list, first checked that
     long after now, and a match that ends leaves it: the referee checks the live matches on
@@ -242,6 +258,17 @@ def append_request(
         schedule.append(Schedule(keys.watch(partition), envelope.match_id, at))
     elif watch_ms is not None and decision.state.phase == "over":
         schedule.append(Schedule(keys.watch(partition), envelope.match_id, None))
+    turn_check = None
+    timeout = isinstance(envelope.command, TimeOutTurn)
+    if decision.timed and stall_ms is not None and (timeout or arrived_ms is not None):
+        turn_check = TurnCheck(
+            keys.deadlines(partition),
+            keys.turn_began(partition),
+            keys.clock(partition),
+            match_id,
+            None if timeout else arrived_ms,
+            stall_ms,
+        )
     return AppendRequest(
         match_id=envelope.match_id,
         events=new,
@@ -250,4 +277,5 @@ def append_request(
         outbox=outbox,
         schedule=tuple(schedule),
         ack=ack,
+        turn=turn_check,
     )

@@ -49,3 +49,36 @@ def _time(reply: Any) -> tuple[int, int]:
         reply = next(iter(reply.values()))
     seconds, micros = reply
     return int(seconds), int(micros)
+
+
+# The server's clock inside a script, and the make-up for a stall: one text, run by every
+# script that reads a partition's deadlines (the deadline check, the append that judges a move
+# or a timeout), so that whichever runs first after a stall pushes the deadlines back before
+# anything is judged against them.
+CLOCK_LUA = """
+local function server_now()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- A gap longer than stall_ms since the partition's deadlines were last checked (clock) is
+-- time nobody served them (Redis paused, the referee stalled or dead): every deadline still
+-- running at the last check is pushed back by it; one already passed then is left as it is.
+-- The last check is written at most every 250 ms (and whenever the clock went back).
+-- Returns by how much the deadlines moved (0: no stall).
+local function make_up_for_stall(deadlines, clock, stall_ms, now)
+  local last = tonumber(redis.call('GET', clock))
+  local shifted = 0
+  if last and now - last > stall_ms then
+    shifted = now - last
+    local running = redis.call('ZRANGEBYSCORE', deadlines, '(' .. last, '+inf', 'WITHSCORES')
+    for i = 1, #running, 2 do
+      redis.call('ZADD', deadlines, tonumber(running[i + 1]) + shifted, running[i])
+    end
+  end
+  if not last or now - last >= 250 or now < last then
+    redis.call('SET', clock, now)
+  end
+  return shifted
+end
+"""

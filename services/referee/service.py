@@ -59,7 +59,13 @@ from events.model import (
 )
 from events.wire import Rejected
 from services.config import Settings
-from services.core.decision import MOVES, Decision, append_request, decide_command, turn_for
+from services.core.decision import (
+    Decision,
+    append_request,
+    decide_command,
+    refusal_rejection,
+    turn_for,
+)
 from services.core.leases import PartitionLeases
 from services.core.repository import MatchRepository
 from services.core.worker import GroupWorker
@@ -76,10 +82,10 @@ from services.metrics import (
     observe_many,
 )
 from services.store.archive import Archive
-from services.store.base import Ack, AppendRequest, ConcurrencyError, EventStore
+from services.store.base import Ack, AppendRequest, ConcurrencyError, EventStore, Refusal
 from services.store.errors import UNREACHABLE, InvalidMatchId
 from services.store.source import MatchSource
-from services.transport.base import Entry, Message, Transport, TurnTimes
+from services.transport.base import Entry, Message, Transport
 
 log = structlog.get_logger()
 GROUP = "referee"
@@ -87,14 +93,6 @@ MOVED_KEPT = 100_000
 """At most this many live matches' last moves are remembered."""
 DEADLINES_PER_CHECK = 200
 """At most this many turns of a partition are timed out per check (every 50 ms)."""
-LATER = 2**62
-"""A time after every arrival in a batch: when a turn begun by an append still on its way did."""
-STALL_MARGIN_MS = 500
-"""How much sooner than DOMINO_STALL_MS the turn times a referee learnt from its own appends
-stop being trusted once the partition's deadlines have not been checked: the last check is
-written at most every 250 ms, and the rest covers the round trip and the clocks' drift."""
-KNOWN_TIMES_KEPT = 100_000
-"""At most this many matches' turn times are remembered (all are forgotten at once)."""
 UNREADABLE_KEPT = 1_000
 """How many matches with an unreadable log a referee remembers having said so of."""
 
@@ -119,8 +117,6 @@ class Pending:
     request: AppendRequest
     decision: Decision
     partition: int
-    times: TurnTimes | None
-    """The turn times the command was decided against (None: none known)."""
 
 
 class Referee(GroupWorker):
@@ -152,13 +148,6 @@ class Referee(GroupWorker):
         self.matches = MatchRepository(MatchSource(store, archive))
         self._moved: dict[str, float] = {}  # match id -> when this referee last moved it
         self._unreadable: dict[str, None] = {}  # matches whose log it could not read, in order
-        self._times: dict[str, tuple[int, TurnTimes]] = {}
-        """Match id -> the version this referee appended and its turn's times on the server's
-        clock, as that append set them."""
-        self._checked: dict[int, tuple[float, int]] = {}
-        """Partition -> when the last check of its deadlines was sent (``time.monotonic()``)
-        and what the server's clock said then (ms)."""
-        self._trust_ms = max(0, settings.stall_ms - STALL_MARGIN_MS)
         self._holding: dict[str, asyncio.Future[None]] = {}
         """Match id -> the batch deciding and appending it, done when that batch is."""
         self.leases = PartitionLeases(
@@ -218,7 +207,6 @@ class Referee(GroupWorker):
         gained = self.leases.gained
         if gained:
             self.matches.forget_partitions(gained)
-            self._forget_times(gained)
             await self._start_clocks(sorted(gained))
         if owned != self.owned:
             log.info("partitions held", consumer=self.name, partitions=owned)
@@ -285,14 +273,12 @@ class Referee(GroupWorker):
         now = self.clock()
         work: list[Work] = []
         owned = list(self.owned) if partitions is None else partitions
-        sent = time.monotonic()
         found = await self.transport.deadlines_due(
             owned, GROUP, DEADLINES_PER_CHECK, self.settings.stall_ms
         )
         for p, due in zip(owned, found, strict=True):
             if due.shifted_ms:
                 self._stalled(p, due.shifted_ms)
-            self._checked[p] = (sent, due.now_ms)
             key = self.keys.deadlines(p)
             for match_id in due.matches:
                 state = await self._readable(match_id)
@@ -312,7 +298,6 @@ class Referee(GroupWorker):
         return len(work)
 
     def _stalled(self, partition: int, shifted_ms: int) -> None:
-        self._forget_times({partition})  # its deadlines moved: what this referee knew is old
         DEADLINE_STALLS.labels(str(partition)).inc()
         log.warning(
             "deadlines pushed back: nobody checked them for a while",
@@ -462,10 +447,9 @@ class Referee(GroupWorker):
             later: list[Work] = []
             ahead: dict[str, Decision] = {}
             deciding = time.perf_counter()
-            times = await self._turn_times(work)
             for w in work:
                 try:
-                    decided = await self._decide(w, ahead, times)
+                    decided = await self._decide(w, ahead)
                 except UNREACHABLE:  # Redis is away: the batch stays pending and comes again
                     raise
                 except Exception as e:  # one bad match must not hold up the batch
@@ -487,7 +471,6 @@ class Referee(GroupWorker):
             except BaseException:
                 for p in pending:  # what was stored is unknown: read it afresh next time
                     self.matches.forget(p.request.match_id)
-                    self._times.pop(p.request.match_id, None)
                 raise
             appended = time.perf_counter()
             applied: list[Pending] = []
@@ -499,7 +482,6 @@ class Referee(GroupWorker):
                 if isinstance(result, ConcurrencyError) or match_id in failed:
                     failed.add(match_id)
                     self.matches.forget(match_id)
-                    self._times.pop(match_id, None)
                     w = p.work
                     w.attempts += 1
                     if w.retry and w.attempts < 4:
@@ -512,16 +494,19 @@ class Referee(GroupWorker):
                             ),
                         )
                     continue
+                if result.refused is not None:  # the turn's clock, as Redis holds it, said no
+                    failed.add(match_id)  # the batch's later appends of it built on this one
+                    self.matches.forget(match_id)  # decided in place: read what is stored
+                    await self._refused(p.work, result.refused)
+                    continue
                 p.work.acked = True
                 if result.duplicate:
                     self.matches.forget(match_id)  # nothing was written: read what is stored
-                    self._times.pop(match_id, None)
                     self._outcomes["duplicate"].inc()
                     continue
                 applied.append(p)
                 decision = p.decision
                 self.matches.stored(match_id, decision.state)
-                self._learn_times(decision, result.server_ms, p.times)
                 if decision.state.phase == "over":  # when each live match last moved
                     moved.pop(match_id, None)
                 else:
@@ -581,94 +566,7 @@ class Referee(GroupWorker):
             self._outcomes["dead"].inc()
             w.acked = True
 
-    async def _turn_times(self, work: list[Work]) -> dict[str, TurnTimes]:
-        """When the current turn began and is over, on the Redis server's clock, for each
-        match of ``work`` a move from a stream may be late for (one round trip; none when no
-        match of the batch has deadlines). A stall found is made up for first."""
-        asked: dict[int, list[str]] = {}
-        known: dict[str, TurnTimes] = {}
-        since = time.monotonic() - self._trust_ms / 1000
-        for w in work:
-            if w.entry is None or not isinstance(w.envelope.command, MOVES):
-                continue
-            match_id = w.envelope.match_id
-            cached = self.matches.cache.get(match_id)
-            if cached is not None and not cached.deadline_ms:
-                continue
-            try:
-                partition = self.keys.partition_of(match_id)
-            except InvalidMatchId:
-                continue  # rejected when decided
-            mine = self._times.get(match_id)
-            if (
-                mine is not None
-                and cached is not None
-                and mine[0] == cached.version
-                and self._fresh(partition, since, w.entry.arrived_ms)
-            ):
-                known[match_id] = mine[1]
-                continue
-            ids = asked.setdefault(partition, [])
-            if match_id not in ids:
-                ids.append(match_id)
-        if not asked:
-            return known
-        read = await self.transport.turn_times(asked, self.settings.stall_ms)
-        for partition, shifted in read.shifted.items():
-            self._stalled(partition, shifted)
-        if read.shifted:  # a stall moved deadlines: what was known of them is no more
-            stalled = read.shifted
-            known = {m: t for m, t in known.items() if self.keys.partition_of(m) not in stalled}
-        return {**known, **read.turns} if known else read.turns
-
-    def _fresh(self, partition: int, since: float, arrived_ms: int) -> bool:
-        """Whether no stall can have pushed the partition's deadlines back unseen, so that the
-        turn times this referee learnt from its appends still hold for a move that reached
-        the stream at ``arrived_ms``: its deadlines were checked after ``since`` (on this
-        process's clock: this referee has not stalled since), and the move arrived less than
-        a stall after that check on the server's clock (Redis did not pause, nor its clock
-        jump). Else they are read from Redis, which makes up for a stall first."""
-        checked = self._checked.get(partition)
-        if checked is None:
-            return False
-        sent, server_ms = checked
-        return sent > since and arrived_ms < server_ms + self._trust_ms
-
-    def _learn_times(
-        self, decision: Decision, server_ms: int | None, before: TurnTimes | None
-    ) -> None:
-        """Remember the turn times an applied append set, from the server's clock it answered
-        with: the deadline counts from it, and so does the turn's beginning when a turn began;
-        else the turn began when it did before the append (as this referee knew it, or as
-        ``before``, the times read for the version it was decided against, says)."""
-        match_id = decision.match_id
-        limit = decision.deadline_ms
-        if limit is None or server_ms is None:
-            self._times.pop(match_id, None)
-            return
-        prior = self._times.get(match_id)
-        if decision.new_turn:
-            began = server_ms
-        elif prior is not None and prior[0] == decision.expected_version:
-            began = prior[1].began_ms  # learnt from the append before (of this batch, say)
-        elif before is not None and before.began_ms != LATER:
-            began = before.began_ms
-        else:
-            self._times.pop(match_id, None)
-            return
-        if len(self._times) >= KNOWN_TIMES_KEPT and match_id not in self._times:
-            self._times.clear()
-        self._times[match_id] = (decision.state.version, TurnTimes(began, server_ms + limit))
-
-    def _forget_times(self, partitions: set[int]) -> None:
-        """Read the turn times of ``partitions``' matches from Redis again next time."""
-        keys = self.keys
-        for match_id in [m for m in self._times if keys.partition_of(m) in partitions]:
-            del self._times[match_id]
-
-    async def _decide(
-        self, w: Work, ahead: dict[str, Decision], times: dict[str, TurnTimes]
-    ) -> Pending | Work | None:
+    async def _decide(self, w: Work, ahead: dict[str, Decision]) -> Pending | Work | None:
         """The append for ``w``; None when it was answered (rejected or dropped); ``w``
         itself when it must wait for the batch's earlier appends of its match."""
         env = w.envelope
@@ -680,8 +578,7 @@ class Referee(GroupWorker):
             return None
         batched = ahead.get(match_id)
         if batched is not None:
-            against = _times_after(batched, times)
-            outcome = self._decide_against(batched.state, w, against)
+            outcome = self._decide_against(batched.state, w)
             if isinstance(outcome, Rejection):
                 return w  # decided against an append still on its way: decide again after it
             decision = outcome
@@ -689,19 +586,24 @@ class Referee(GroupWorker):
             # Taken out of the repository while it is decided and appended: what is cached
             # is only ever what is stored.
             state = await self.matches.take(match_id)
-            against = times.get(match_id)
-            outcome = self._decide_against(state, w, against)
+            outcome = self._decide_against(state, w)
             if isinstance(outcome, Rejection):
                 rechecked = await self._recheck(w, state, outcome)
                 if rechecked is None:
                     return None
                 outcome = rechecked
-                against = None  # decided against times read afresh, not these
             decision = outcome
         entry = w.entry
-        ack = None if entry is None else Ack(entry.stream, GROUP, entry.id)
-        request = append_request(decision, self.keys, partition, ack=ack, watch_ms=self.watch_ms)
-        return Pending(w, request, decision, partition, against)
+        request = append_request(
+            decision,
+            self.keys,
+            partition,
+            ack=None if entry is None else Ack(entry.stream, GROUP, entry.id),
+            watch_ms=self.watch_ms,
+            arrived_ms=None if entry is None else entry.arrived_ms,
+            stall_ms=self.settings.stall_ms,
+        )
+        return Pending(w, request, decision, partition)
 
     async def _recheck(
         self, w: Work, state: MatchState | None, rejection: Rejection
@@ -726,7 +628,7 @@ class Referee(GroupWorker):
             return None
         if version != (0 if state is None else state.version):  # the cache was behind
             state = await self.matches.take(match_id, fresh=True)
-            again = self._decide_against(state, w, await self._fresh_times(w))
+            again = self._decide_against(state, w)
             if not isinstance(again, Rejection):
                 return again
             rejection = again
@@ -739,25 +641,31 @@ class Referee(GroupWorker):
         if state is not None:
             self.matches.stored(match_id, state)
 
-    async def _fresh_times(self, w: Work) -> TurnTimes | None:
-        """The turn times of ``w``'s match read again (its cache was behind: so were they)."""
-        return (await self._turn_times([w])).get(w.envelope.match_id)
-
-    def _decide_against(
-        self, state: MatchState | None, w: Work, times: TurnTimes | None
-    ) -> Decision | Rejection:
-        entry = w.entry
+    def _decide_against(self, state: MatchState | None, w: Work) -> Decision | Rejection:
         return decide_command(
             state,
             w.envelope,
             now=self.clock(),
             rng=self.rng,
             arrived=w.arrived,
-            from_stream=entry is not None,
+            from_stream=w.entry is not None,
             owned=True,  # taken out of the repository, or this batch's own
-            times=times,
-            arrived_ms=None if entry is None else entry.arrived_ms,
         )
+
+    async def _refused(self, w: Work, refusal: Refusal) -> None:
+        """A command whose append the turn's clock refused, as Redis holds it: a move that
+        reached its stream at or after its turn's deadline (or before the turn began) is
+        rejected to its sender; the referee's own timeout of a turn whose deadline a stall
+        pushed back is dropped, to fire again when the deadline as stored has passed."""
+        entry = w.entry
+        if entry is None:
+            log.info(
+                "timeout not due: its deadline was pushed back",
+                match_id=w.envelope.match_id,
+                deadline_ms=refusal.at_ms,
+            )
+            return
+        await self._reject(w, refusal_rejection(refusal, entry.arrived_ms))
 
     async def _reject(self, w: Work, rejection: Rejection) -> None:
         env = w.envelope
@@ -809,14 +717,3 @@ class Referee(GroupWorker):
                     players=event.players,
                     family=event.rules.family,
                 )
-
-
-def _times_after(pending: Decision, times: dict[str, TurnTimes]) -> TurnTimes | None:
-    """The turn times after an append still on its way: it resets the deadline, and begins a
-    turn (when it does), after every command of its batch arrived."""
-    if pending.deadline_ms is None:
-        return None
-    if pending.new_turn:
-        return TurnTimes(LATER, LATER)
-    stored = times.get(pending.match_id)
-    return TurnTimes(0 if stored is None else stored.began_ms, LATER)

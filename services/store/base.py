@@ -6,7 +6,7 @@ import abc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from types import TracebackType
-from typing import Self
+from typing import Literal, Self
 
 from services.store.errors import (
     ConcurrencyError,
@@ -98,6 +98,37 @@ class Ack:
 # (object.__setattr__ by name); they are otherwise the usual frozen dataclasses.
 
 
+@dataclass(frozen=True, slots=True)
+class TurnCheck:
+    """The turn's clock, judged inside the append against the deadline a timeout fires from.
+
+    The append first makes up for a stall of the partition's deadlines (a gap longer than
+    `stall_ms` since `clock` was last written pushes every running deadline back by it), then
+    reads `member`'s deadline in `deadlines` and the turn's beginning in `began`. A move
+    (`arrived_ms`: when its command reached the stream, on the store's clock) is refused
+    `late` unless it arrived before the deadline as stored, and `early` if it arrived before
+    the turn began; a timeout (`arrived_ms` None) is refused `not_due` unless the deadline as
+    stored has passed. Refused, the append writes nothing else (the make-up stands). Every key
+    must carry the match's partition tag.
+    """
+
+    deadlines: str
+    began: str
+    clock: str
+    member: str
+    arrived_ms: int | None
+    stall_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why a `TurnCheck` refused an append: `late` (`at_ms` the deadline), `early` (`at_ms`
+    when the turn began) or `not_due` (`at_ms` the deadline, or -1 without one)."""
+
+    reason: Literal["late", "early", "not_due"]
+    at_ms: int
+
+
 @dataclass(frozen=True, slots=True, init=False)
 class AppendResult:
     """Versions given to an append: `first_version..last_version` inclusive.
@@ -107,12 +138,14 @@ class AppendResult:
     `server_ms` is the store's clock (the Redis server's, in ms) that the append's relative
     schedules counted from, when it had any (None otherwise, and for a duplicate): a writer
     knows from it exactly when the deadlines it set fall, without reading them back.
+    `refused` says why the request's `TurnCheck` refused it: nothing was appended then.
     """
 
     first_version: int
     last_version: int
     duplicate: bool = False
     server_ms: int | None = None
+    refused: Refusal | None = None
 
     def __init__(
         self,
@@ -120,12 +153,14 @@ class AppendResult:
         last_version: int,
         duplicate: bool = False,
         server_ms: int | None = None,
+        refused: Refusal | None = None,
     ) -> None:
-        set_first, set_last, set_duplicate, set_server_ms = _RESULT_SLOTS
+        set_first, set_last, set_duplicate, set_server_ms, set_refused = _RESULT_SLOTS
         set_first(self, first_version)
         set_last(self, last_version)
         set_duplicate(self, duplicate)
         set_server_ms(self, server_ms)
+        set_refused(self, refused)
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -139,6 +174,8 @@ class AppendRequest:
     outbox: Sequence[OutboxEntry] = ()
     schedule: Sequence[Schedule] = ()
     ack: Ack | None = None
+    turn: TurnCheck | None = None
+    """Judge the turn's clock first (a move's arrival, or a timeout): see `TurnCheck`."""
 
     def __init__(
         self,
@@ -149,10 +186,18 @@ class AppendRequest:
         outbox: Sequence[OutboxEntry] = (),
         schedule: Sequence[Schedule] = (),
         ack: Ack | None = None,
+        turn: TurnCheck | None = None,
     ) -> None:
-        set_match, set_events, set_expected, set_command, set_outbox, set_schedule, set_ack = (
-            _REQUEST_SLOTS
-        )
+        (
+            set_match,
+            set_events,
+            set_expected,
+            set_command,
+            set_outbox,
+            set_schedule,
+            set_ack,
+            set_turn,
+        ) = _REQUEST_SLOTS
         set_match(self, match_id)
         set_events(self, events)
         set_expected(self, expected_version)
@@ -160,6 +205,7 @@ class AppendRequest:
         set_outbox(self, outbox)
         set_schedule(self, schedule)
         set_ack(self, ack)
+        set_turn(self, turn)
 
 
 def _slot_setters(cls: type) -> tuple[Callable[[object, object], None], ...]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from services.store.base import Ack, OutboxEntry, Schedule
+from services.store.base import Ack, OutboxEntry, Schedule, TurnCheck
 from services.store.errors import InvalidAppend
 from services.store.keys import Keys, hash_tag
 
@@ -20,6 +20,7 @@ def check_append(
     outbox: Sequence[OutboxEntry],
     schedule: Sequence[Schedule] = (),
     ack: Ack | None = None,
+    turn: TurnCheck | None = None,
 ) -> int:
     """Validate an append before it is sent and return the match's partition.
 
@@ -29,7 +30,9 @@ def check_append(
     empty group or an entry id Redis would refuse.
     """
     partition = keys.partition_of(match_id)
-    check_request(keys, partition, match_id, expected_version, command_id, outbox, schedule, ack)
+    check_request(
+        keys, partition, match_id, expected_version, command_id, outbox, schedule, ack, turn
+    )
     return partition
 
 
@@ -42,8 +45,10 @@ def check_request(
     outbox: Sequence[OutboxEntry],
     schedule: Sequence[Schedule] = (),
     ack: Ack | None = None,
+    turn: TurnCheck | None = None,
 ) -> None:
-    """`check_append` for a match id already validated and known to be in `partition`.
+    """`check_append` for a match id already validated and known to be in `partition`, and
+    the keys of `turn` (its turn check) in that partition too.
 
     Each check has a fast path for the plain case (an int, a non-empty str, a key whose hash
     tag was seen before); anything else goes through the full check.
@@ -71,6 +76,13 @@ def check_request(
             _check_time(change)
     if ack is not None:
         check_ack(keys, ack, partition, match_id)
+    if turn is not None:
+        for key in (turn.deadlines, turn.began, turn.clock):
+            if _partition_tag(key) != partition:
+                raise InvalidAppend(
+                    f"turn check key {key!r} is outside partition {partition} of match "
+                    f"{match_id!r}: it must carry the hash tag {keys.tag(partition)}"
+                )
 
 
 def _check_version(expected_version: object) -> None:

@@ -23,8 +23,10 @@ from services.store.base import (
     NewEvent,
     OutboxEntry,
     Recorded,
+    Refusal,
     Schedule,
     StreamEntry,
+    TurnCheck,
 )
 from services.store.checks import check_append
 from services.store.keys import DEFAULT_PARTITIONS, DEFAULT_PREFIX, Keys
@@ -65,6 +67,9 @@ class MemoryStreams:
         self._groups: dict[tuple[str, str], _Group] = {}
         self._acked: dict[tuple[str, str], set[str]] = {}
         self.schedules: dict[str, dict[str, int]] = {}
+        self.clocks: dict[str, int] = {}
+        """When each partition's deadlines were last checked (ms, by the key that holds it
+        on Redis)."""
         self._changed = asyncio.Event()
 
     def contents(self) -> dict[str, object]:
@@ -209,6 +214,22 @@ class MemoryStreams:
         if not times:
             del self.schedules[key]
 
+    def make_up_for_stall(self, deadlines: str, clock: str, now_ms: int, stall_ms: int) -> int:
+        """Push back every deadline still running at the last check of ``clock`` by the time
+        since, when that is longer than a stall; return by how much (as the Redis scripts do:
+        services/redis/clock.py)."""
+        last = self.clocks.get(clock)
+        shifted = 0
+        if last is not None and now_ms - last > stall_ms:
+            shifted = now_ms - last
+            times = self.schedules.get(deadlines, {})
+            for member, at in times.items():
+                if at > last:
+                    times[member] = at + shifted
+        if last is None or now_ms - last >= 250 or now_ms < last:
+            self.clocks[clock] = now_ms
+        return shifted
+
     async def wait(self, timeout_s: float) -> None:
         """Return when an entry is added, or after ``timeout_s``."""
         with contextlib.suppress(TimeoutError):
@@ -266,6 +287,7 @@ class MemoryEventStore(EventStore):
                 r.outbox,
                 r.schedule,
                 r.ack,
+                r.turn,
             )
             for r in batch
         ]
@@ -282,6 +304,7 @@ class MemoryEventStore(EventStore):
                         r.outbox,
                         r.schedule,
                         r.ack,
+                        r.turn,
                     )
                 )
             except ConcurrencyError as conflict:
@@ -298,6 +321,7 @@ class MemoryEventStore(EventStore):
         outbox: Sequence[OutboxEntry],
         schedule: Sequence[Schedule],
         ack: Ack | None,
+        turn: TurnCheck | None = None,
     ) -> AppendResult:
         seen = self._dedupe.get(match_id)
         if seen is not None and command_id in seen:
@@ -306,6 +330,12 @@ class MemoryEventStore(EventStore):
         version = len(self._matches.get(match_id, ()))
         if version != expected_version:
             raise ConcurrencyError(match_id, expected_version, version)
+        now_ms: int | None = None
+        if turn is not None:
+            now_ms = int(self.clock() * 1000)
+            refused = self._judge(turn, now_ms)
+            if refused is not None:
+                return AppendResult(expected_version + 1, expected_version, refused=refused)
         self._ack(ack)
         recorded = [
             Recorded(match_id, expected_version + i, event.type, bytes(event.data))
@@ -316,17 +346,34 @@ class MemoryEventStore(EventStore):
             self._logs[partition].extend(recorded)
         for entry in outbox:
             self.streams.add(entry.stream, {b"__data__": bytes(entry.payload)})
-        now_ms: int | None = None
+        timed = False
         for change in schedule:
             at = change.at_ms
             if at is not None and change.relative:
                 if now_ms is None:
                     now_ms = int(self.clock() * 1000)
+                timed = True
                 at += now_ms
             self.streams.schedule(change.key, change.member, at)
         first, last = expected_version + 1, expected_version + len(recorded)
         self._dedupe.setdefault(match_id, {})[command_id] = AppendResult(first, last)
-        return AppendResult(first, last, server_ms=now_ms)
+        return AppendResult(first, last, server_ms=now_ms if timed else None)
+
+    def _judge(self, turn: TurnCheck, now_ms: int) -> Refusal | None:
+        """Why ``turn`` refuses the append, if it does (as the Redis append script judges)."""
+        streams = self.streams
+        streams.make_up_for_stall(turn.deadlines, turn.clock, now_ms, turn.stall_ms)
+        deadline = streams.schedules.get(turn.deadlines, {}).get(turn.member)
+        if turn.arrived_ms is None:
+            if deadline is None or deadline > now_ms:
+                return Refusal("not_due", -1 if deadline is None else deadline)
+            return None
+        if deadline is not None and turn.arrived_ms >= deadline:
+            return Refusal("late", deadline)
+        began = streams.schedules.get(turn.began, {}).get(turn.member)
+        if began is not None and turn.arrived_ms < began:
+            return Refusal("early", began)
+        return None
 
     def _ack(self, ack: Ack | None) -> None:
         if ack is not None:

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import structlog
 from redis.asyncio.cluster import RedisCluster
 
+from services.redis.clock import CLOCK_LUA
 from services.redis.lane import Lane, close_lane, lane_of
 from services.redis.lua import Arg, Call, Client, LuaScript
 from services.store.base import (
@@ -29,9 +30,11 @@ from services.store.base import (
     NewEvent,
     OutboxEntry,
     Recorded,
+    Refusal,
     Schedule,
     StoreError,
     StreamEntry,
+    TurnCheck,
 )
 from services.store.checks import check_request
 from services.store.keys import DEFAULT_PARTITIONS, DEFAULT_PREFIX, Keys
@@ -40,17 +43,25 @@ log = structlog.get_logger()
 
 # Every check comes before the first write: a script is atomic but not rolled back on error.
 # The happy path makes four calls: XLEN (the version check), HSETNX (records the command id
-# and tells a duplicate at the same version) and the two XADDs of each event.
+# and tells a duplicate at the same version) and the two XADDs of each event. A turn check adds
+# GET (the partition's clock) and two ZSCOREs; the make-up for a stall it may do first is a
+# write of its own that stands whatever the append's outcome (the deadlines' clock moved on).
 APPEND = LuaScript(
-    """
--- KEYS: match stream, notification log, dedupe hash, the ack stream if there is an ack, then
---       one stream per outbox entry, then one sorted set per schedule entry
+    CLOCK_LUA
+    + """
+-- KEYS: match stream, notification log, dedupe hash, the ack stream if there is an ack, the
+--       turn check's deadlines, turn beginnings and clock if there is one, then one stream
+--       per outbox entry, then one sorted set per schedule entry
 -- ARGV: match id, expected version, command id, event count n, outbox count m, ack count
---       a (0 or 1), the ack's group and entry id if a = 1, n (type, data) pairs, m outbox
---       payloads, then a (member, time) pair per schedule entry, an empty time meaning
---       remove the member and '+<ms>' that many ms after this server's clock (TIME)
+--       a (0 or 1), the ack's group and entry id if a = 1, turn check count c (0 or 1), the
+--       check's member, the move's arrival ('' for a timeout) and the stall (ms) if c = 1,
+--       n (type, data) pairs, m outbox payloads, then a (member, time) pair per schedule
+--       entry, an empty time meaning remove the member and '+<ms>' that many ms after this
+--       server's clock (TIME)
 -- Reply: 0 when applied ({0, the server's clock in ms} when a schedule counted from it),
---        {1, 'first:last'} for a duplicate, {2, actual version} on conflict
+--        {1, 'first:last'} for a duplicate, {2, actual version} on conflict, {3, why, ms}
+--        when the turn check refused it ('late' or 'not_due': ms the deadline, -1 without
+--        one; 'early': ms when the turn began)
 local expected = tonumber(ARGV[2])
 local actual = redis.call('XLEN', KEYS[1])
 local acking = ARGV[6] == '1'
@@ -64,6 +75,30 @@ if actual ~= expected then
   end
   return {1, earlier}
 end
+local e = acking and 9 or 7 -- ARGV: the turn check's count
+local k = acking and 5 or 4 -- KEYS: the turn check's first, else the first outbox stream
+local now
+if ARGV[e] == '1' then
+  local deadlines, member, arrived = KEYS[k], ARGV[e + 1], ARGV[e + 2]
+  now = server_now()
+  make_up_for_stall(deadlines, KEYS[k + 2], tonumber(ARGV[e + 3]), now)
+  local deadline = tonumber(redis.call('ZSCORE', deadlines, member))
+  if arrived == '' then -- a timeout: only once the deadline as it stands has passed
+    if not deadline or deadline > now then
+      return {3, 'not_due', deadline or -1}
+    end
+  else
+    arrived = tonumber(arrived)
+    if deadline and arrived >= deadline then
+      return {3, 'late', deadline}
+    end
+    local began = tonumber(redis.call('ZSCORE', KEYS[k + 1], member))
+    if began and arrived < began then
+      return {3, 'early', began}
+    end
+  end
+  e, k = e + 3, k + 3
+end
 -- The ack is the first write: a wrong-typed ack stream fails before anything is written. It
 -- also holds for a duplicate found by HSETNX below, which writes nothing else.
 if acking then
@@ -73,7 +108,6 @@ local n = tonumber(ARGV[4])
 if redis.call('HSETNX', KEYS[3], ARGV[3], (expected + 1) .. ':' .. (expected + n)) == 0 then
   return {1, redis.call('HGET', KEYS[3], ARGV[3])}
 end
-local e = acking and 8 or 6
 for i = 1, n do
   local version = expected + i
   local event_type, data = ARGV[e + 2 * i - 1], ARGV[e + 2 * i]
@@ -82,36 +116,38 @@ for i = 1, n do
              'type', event_type, '__data__', data)
 end
 local j = e + 2 * n + 1
-local k = acking and 5 or 4
 for _ = 1, tonumber(ARGV[5]) do
   redis.call('XADD', KEYS[k], '*', '__data__', ARGV[j])
   j, k = j + 1, k + 1
 end
-local now
+local timed = false
 for s = k, #KEYS do
   local at = ARGV[j + 1]
   if at == '' then
     redis.call('ZREM', KEYS[s], ARGV[j])
   else
     if string.byte(at) == 43 then -- '+': a deadline counts from this server's clock
-      if not now then
-        local t = redis.call('TIME')
-        now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-      end
+      now = now or server_now()
+      timed = true
       at = now + tonumber(string.sub(at, 2))
     end
     redis.call('ZADD', KEYS[s], at, ARGV[j])
   end
   j = j + 2
 end
-if now then
+if timed then
   return {0, now}
 end
 return 0
 """
 )
 
-_OK, _DUPLICATE, _CONFLICT = 0, 1, 2
+_OK, _DUPLICATE, _CONFLICT, _REFUSED = 0, 1, 2, 3
+_REFUSALS: dict[bytes, Literal["late", "early", "not_due"]] = {
+    b"late": "late",
+    b"early": "early",
+    b"not_due": "not_due",
+}
 _KNOWN_MATCHES = 10_000
 """How many matches' validated ids and keys a store remembers (all are forgotten at once)."""
 RELEARN_EVERY_S = 2.0
@@ -190,6 +226,7 @@ class RedisEventStore(EventStore):
                 () if replicated else r.outbox,
                 r.schedule,
                 r.ack,
+                r.turn,
             )
             for r in batch
         ]
@@ -236,7 +273,7 @@ class RedisEventStore(EventStore):
         applied = [
             entry
             for r, result in zip(batch, results, strict=True)
-            if isinstance(result, AppendResult) and not result.duplicate
+            if isinstance(result, AppendResult) and not result.duplicate and not result.refused
             for entry in r.outbox
         ]
         if applied:
@@ -271,13 +308,22 @@ class RedisEventStore(EventStore):
         outbox: Sequence[OutboxEntry],
         schedule: Sequence[Schedule],
         ack: Ack | None,
+        turn: TurnCheck | None = None,
     ) -> Call:
         known = self._known.get(match_id) if type(match_id) is str else None
         if known is None:
             known = self._learn(match_id)
         partition, match_key, log_key, dedupe_key = known
         check_request(
-            self.keys, partition, match_id, expected_version, command_id, outbox, schedule, ack
+            self.keys,
+            partition,
+            match_id,
+            expected_version,
+            command_id,
+            outbox,
+            schedule,
+            ack,
+            turn,
         )
         keys = [match_key, log_key, dedupe_key]
         args: list[Arg] = [match_id, expected_version, command_id, len(events), len(outbox)]
@@ -286,6 +332,12 @@ class RedisEventStore(EventStore):
         else:
             keys.append(ack.stream)
             args += (1, ack.group, ack.id)
+        if turn is None:
+            args.append(0)
+        else:
+            keys += (turn.deadlines, turn.began, turn.clock)
+            arrived = "" if turn.arrived_ms is None else turn.arrived_ms
+            args += (1, turn.member, arrived, turn.stall_ms)
         for event in events:
             args += (event.type, event.data)
         for entry in outbox:
@@ -430,4 +482,9 @@ def _result(
             return AppendResult(int(first), int(last), duplicate=True)
         if status == _CONFLICT:
             return ConcurrencyError(match_id, expected_version, int(value))
+    if isinstance(reply, list) and len(reply) == 3 and reply[0] == _REFUSED:
+        why = _REFUSALS.get(reply[1])
+        if why is not None:
+            refused = Refusal(why, int(reply[2]))
+            return AppendResult(expected_version + 1, expected_version, refused=refused)
     raise StoreError(f"unexpected reply from the append script: {reply!r}")

@@ -13,8 +13,8 @@ and on Redis.
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from services.store.keys import Keys
 
@@ -43,27 +43,10 @@ class DueDeadlines:
     that arrived before it still waiting."""
     now_ms: int
     shifted_ms: int = 0
-    """Every deadline of the partition was pushed back this much: the time since the last
-    check, which nobody spent serving it (a stall)."""
+    """Every deadline of the partition still running was pushed back this much: the time
+    since the last check, which nobody spent serving it (a stall)."""
     held: int = 0
     """Deadlines passed that wait for commands which arrived before them to be processed."""
-
-
-@dataclass(frozen=True, slots=True)
-class TurnTimes:
-    """When a match's current turn began and when it is over (ms, the transport's clock)."""
-
-    began_ms: int
-    deadline_ms: int
-
-
-@dataclass(frozen=True, slots=True)
-class TurnTimesRead:
-    """The turn times of the matches asked for that have a deadline, and the stalls the read
-    found and made up for (partition -> ms every deadline there was pushed back)."""
-
-    turns: dict[str, TurnTimes]
-    shifted: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,17 +176,11 @@ class Transport(abc.ABC):
         stream before it has been processed by ``group`` (acknowledged: neither pending nor
         unread), so a move queued in time is never timed out. A check that finds more than
         ``stall_ms`` since the partition's last check — Redis paused, its referee stalled or
-        gone — first pushes every deadline of the partition back by that gap: the players are
-        not charged the time nobody served them.
+        gone — first pushes every deadline still running at the last check back by that gap:
+        the players are not charged the time nobody served them. The append that judges a
+        move or a timeout (``TurnCheck``, services/store/base.py) makes up for a stall the
+        same way, whichever of the two comes first.
         """
-
-    @abc.abstractmethod
-    async def turn_times(
-        self, matches: Mapping[int, Sequence[str]], stall_ms: int
-    ) -> TurnTimesRead:
-        """When the current turn of each match (by partition) began and when it is over, for
-        those with a deadline; a stall is made up for first, as :meth:`deadlines_due` does.
-        One round trip."""
 
     @abc.abstractmethod
     async def reschedule(self, key: str, member: str, at_ms: int | None) -> None:

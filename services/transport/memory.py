@@ -8,7 +8,7 @@ and bot workers in one event loop share one transport the way processes share a 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 import structlog
 
@@ -21,8 +21,6 @@ from services.transport.base import (
     LeaseTable,
     Message,
     Transport,
-    TurnTimes,
-    TurnTimesRead,
 )
 
 log = structlog.get_logger()
@@ -210,7 +208,6 @@ class MemoryTransport(Transport):
         self.keys = store.keys
         self.memory = store.streams
         self._leases = MemoryLeaseTable(clock)
-        self._checked: dict[int, int] = {}  # partition -> when its deadlines were last checked
 
     def consumer(
         self,
@@ -255,20 +252,6 @@ class MemoryTransport(Transport):
     def _now_ms(self) -> int:
         return int(self.store.clock() * 1000)
 
-    def _make_up_for_stall(self, partition: int, now_ms: int, stall_ms: int) -> int:
-        """Push the partition's deadlines back by the time since its last check when that is
-        longer than a stall; return by how much (as the Redis scripts do)."""
-        last = self._checked.get(partition)
-        shifted = 0
-        if last is not None and now_ms - last > stall_ms:
-            shifted = now_ms - last
-            times = self.memory.schedules.get(self.keys.deadlines(partition), {})
-            for member in times:
-                times[member] += shifted
-        if last is None or now_ms - last >= 250 or now_ms < last:
-            self._checked[partition] = now_ms
-        return shifted
-
     async def deadlines_due(
         self, partitions: Sequence[int], group: str, count: int, stall_ms: int
     ) -> list[DueDeadlines]:
@@ -277,7 +260,9 @@ class MemoryTransport(Transport):
         out: list[DueDeadlines] = []
         for p in partitions:
             now = self._now_ms()
-            shifted = self._make_up_for_stall(p, now, stall_ms)
+            shifted = self.memory.make_up_for_stall(
+                self.keys.deadlines(p), self.keys.clock(p), now, stall_ms
+            )
             oldest = self.memory.oldest_unprocessed(self.keys.commands(p), group)
             limit = now if oldest is None else min(now, oldest)
             times = self.memory.schedules.get(self.keys.deadlines(p), {})
@@ -285,24 +270,6 @@ class MemoryTransport(Transport):
             held = sum(1 for at in times.values() if limit < at <= now)
             out.append(DueDeadlines([m for _, m in ready[:count]], now, shifted, held))
         return out
-
-    async def turn_times(
-        self, matches: Mapping[int, Sequence[str]], stall_ms: int
-    ) -> TurnTimesRead:
-        """When each match's turn began and is over, on the store's clock."""
-        read = TurnTimesRead({})
-        for p, ids in matches.items():
-            if not ids:
-                continue
-            shifted = self._make_up_for_stall(p, self._now_ms(), stall_ms)
-            if shifted:
-                read.shifted[p] = shifted
-            began = self.memory.schedules.get(self.keys.turn_began(p), {})
-            deadlines = self.memory.schedules.get(self.keys.deadlines(p), {})
-            for match_id in ids:
-                if match_id in began and match_id in deadlines:
-                    read.turns[match_id] = TurnTimes(began[match_id], deadlines[match_id])
-        return read
 
     async def reschedule(self, key: str, member: str, at_ms: int | None) -> None:
         """Set a member's time in a schedule, or remove it."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, cast
 
 import structlog
@@ -24,6 +24,7 @@ from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 from redis.typing import StreamIdT
 
+from services.redis.clock import CLOCK_LUA
 from services.redis.connection import Client, is_cluster
 from services.redis.lane import Lane, lane_of
 from services.redis.lua import Arg, Call, LuaScript
@@ -36,8 +37,6 @@ from services.transport.base import (
     LeaseTable,
     Message,
     Transport,
-    TurnTimes,
-    TurnTimesRead,
 )
 
 log = structlog.get_logger()
@@ -416,34 +415,16 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 """
 
-# The clock of a partition's deadlines: KEYS[1] its deadlines, KEYS[2] when they were last
-# checked, ARGV[1] the gap that is a stall (ms). A longer gap is time nobody served the
-# partition (Redis paused, the referee stalled or dead): every deadline is pushed back by it.
-# The last check is written at most every 250 ms (and whenever the clock went back).
-_STALL = (
-    _NOW
-    + """
-local last = tonumber(redis.call('GET', KEYS[2]))
-local shifted = 0
-if last and now - last > tonumber(ARGV[1]) then
-  shifted = now - last
-  local all = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
-  for i = 1, #all, 2 do
-    redis.call('ZADD', KEYS[1], tonumber(all[i + 1]) + shifted, all[i])
-  end
-end
-if not last or now - last >= 250 or now < last then
-  redis.call('SET', KEYS[2], now)
-end
-"""
-)
-
 DEADLINES_DUE = LuaScript(
-    _STALL
+    CLOCK_LUA
     + """
--- KEYS[3]: the partition's commands. ARGV[2]: the group that processes them, ARGV[3]: how
--- many due deadlines to return at most. A deadline is due once every command that arrived
--- before it is processed: at most the arrival of the oldest command still pending or unread.
+-- KEYS[1]: the partition's deadlines, KEYS[2]: when they were last checked, KEYS[3]: the
+-- partition's commands. ARGV[1]: the gap that is a stall (ms), ARGV[2]: the group that
+-- processes the commands, ARGV[3]: how many due deadlines to return at most. A stall is made
+-- up for first; then a deadline is due once every command that arrived before it is
+-- processed: at most the arrival of the oldest command still pending or unread.
+local now = server_now()
+local shifted = make_up_for_stall(KEYS[1], KEYS[2], tonumber(ARGV[1]), now)
 local limit = now
 if redis.call('EXISTS', KEYS[3]) == 1 then
   local delivered
@@ -479,20 +460,6 @@ if limit < now then
   held = redis.call('ZCOUNT', KEYS[1], '(' .. limit, now)
 end
 return {now, shifted, held, due}
-"""
-)
-
-TURN_TIMES = LuaScript(
-    _STALL
-    + """
--- KEYS[3]: when each match's turn began. ARGV[2..]: the matches. Reply: the shift, then for
--- each match when its turn began and its deadline ('' without one).
-local out = {shifted}
-for i = 2, #ARGV do
-  out[#out + 1] = redis.call('ZSCORE', KEYS[3], ARGV[i]) or ''
-  out[#out + 1] = redis.call('ZSCORE', KEYS[1], ARGV[i]) or ''
-end
-return out
 """
 )
 
@@ -632,29 +599,6 @@ class RedisTransport(Transport):
             matches = [m.decode() if isinstance(m, bytes) else str(m) for m in due]
             out.append(DueDeadlines(matches, int(now), int(shifted), int(held)))
         return out
-
-    async def turn_times(
-        self, matches: Mapping[int, Sequence[str]], stall_ms: int
-    ) -> TurnTimesRead:
-        """When each match's turn began and is over, by partition, on the server's clock."""
-        keys = self.keys
-        asked = [(p, list(ids)) for p, ids in matches.items() if ids]
-        calls: list[Call] = [
-            ([keys.deadlines(p), keys.clock(p), keys.turn_began(p)], [stall_ms, *ids])
-            for p, ids in asked
-        ]
-        read = TurnTimesRead({})
-        replies = await lane_of(self.redis).run(TURN_TIMES, calls)
-        for (p, ids), reply in zip(asked, replies, strict=True):
-            if isinstance(reply, Exception):
-                raise reply
-            if int(reply[0]):
-                read.shifted[p] = int(reply[0])
-            for k, match_id in enumerate(ids):
-                began, deadline = reply[1 + 2 * k], reply[2 + 2 * k]
-                if began and deadline:
-                    read.turns[match_id] = TurnTimes(int(float(began)), int(float(deadline)))
-        return read
 
     async def reschedule(self, key: str, member: str, at_ms: int | None) -> None:
         """Set a member's time in a schedule, or remove it (``at_ms`` None)."""

@@ -22,9 +22,9 @@ from events.model import (
     Resign,
     TimeOutTurn,
 )
-from services.core.decision import Decision, append_request, decide_command
+from services.core.decision import Decision, append_request, decide_command, refusal_rejection
+from services.store.base import AppendRequest, Refusal, TurnCheck
 from services.store.keys import Keys
-from services.transport.base import TurnTimes
 
 pytestmark = pytest.mark.behaviour
 
@@ -125,50 +125,50 @@ def test_the_append_stores_the_events_the_turn_the_deadline_and_the_watch_in_one
     }
 
 
-def decided_at(
-    state: MatchState, command: AnyCommand, arrived_ms: int, times: TurnTimes
-) -> Decision | Rejection:
-    """``command`` from a stream, reaching it at ``arrived_ms``, for a turn of ``times``."""
+def judged(
+    state: MatchState, command: AnyCommand, arrived_ms: int | None = 100_500
+) -> AppendRequest:
+    """The append of ``command`` from a stream (``arrived_ms``: when it reached it), or the
+    referee's own with ``arrived_ms`` None, checked against a stall of 1 s."""
+    keys = Keys("dom", 8)
     envelope = CommandEnvelope(match_id="m-1", command_id="x", command=command)
-    return decide_command(
-        state, envelope, now=1.0, rng=random.Random(1), times=times, arrived_ms=arrived_ms
+    decision = decide_command(
+        state, envelope, now=1.0, rng=random.Random(1), from_stream=arrived_ms is not None
     )
+    assert isinstance(decision, Decision), decision
+    partition = keys.partition_of("m-1")
+    return append_request(decision, keys, partition, arrived_ms=arrived_ms, stall_ms=1_000)
 
 
-def test_a_move_that_reached_the_stream_before_its_deadline_is_decided_however_late() -> None:
-    """README (deadlines): the entry's time says when a move came, not when it is decided."""
+def test_a_move_on_the_clock_is_judged_by_its_append_against_the_turns_stored_deadline() -> None:
+    """README (deadlines): whether a move came in time is decided where the deadline is kept,
+    as it stands (a stall made up for first), never against a referee's memory of it."""
+    keys = Keys("dom", 8)
+    p = keys.partition_of("m-1")
     state = created(deadline_ms=4_000).state
     move = view_for(state, state.turn).legal[0]
-    times = TurnTimes(began_ms=100_000, deadline_ms=104_000)
-    assert isinstance(decided_at(state, move, 103_999, times), Decision)
-    assert isinstance(decided_at(state, move, 100_000, times), Decision)
+    assert judged(state, move).turn == TurnCheck(
+        keys.deadlines(p), keys.turn_began(p), keys.clock(p), "m-1", 100_500, 1_000
+    )
+    timeout = judged(state, TimeOutTurn(seat=state.turn, version=state.version), None).turn
+    assert timeout is not None and timeout.arrived_ms is None  # judged against the server's now
 
 
-def test_a_move_that_reached_the_stream_at_or_after_its_deadline_is_refused_as_late() -> None:
+def test_a_command_off_the_clock_is_appended_without_a_turn_check() -> None:
+    """Resigning is no move of a turn; a match without deadlines has no clock to judge."""
     state = created(deadline_ms=4_000).state
-    move = view_for(state, state.turn).legal[0]
-    times = TurnTimes(began_ms=100_000, deadline_ms=104_000)
-    for arrived in (104_000, 250_000):
-        late = decided_at(state, move, arrived, times)
-        assert isinstance(late, Rejection) and late.reason == "late", late
-    assert "146000 ms after" in str(decided_at(state, move, 250_000, times))
+    assert judged(state, Resign(seat=state.turn)).turn is None
+    assert judged(state, Resign(seat=1 - state.turn)).turn is None
+    untimed = created().state
+    assert judged(untimed, view_for(untimed, untimed.turn).legal[0]).turn is None
 
 
-def test_a_move_that_reached_the_stream_before_its_turn_began_is_not_an_answer_to_it() -> None:
-    """C4: when it came it was not the seat's turn (a move sent ahead, or one for an earlier
-    turn of the seat, such as the one it timed out on)."""
-    state = created(deadline_ms=4_000).state
-    move = view_for(state, state.turn).legal[0]
-    early = decided_at(state, move, 99_999, TurnTimes(began_ms=100_000, deadline_ms=104_000))
-    assert isinstance(early, Rejection) and (early.reason, early.rule) == ("not_your_turn", "C4")
-
-
-def test_resigning_is_no_move_of_a_turn_and_is_decided_whenever_it_comes() -> None:
-    state = created(deadline_ms=4_000).state
-    times = TurnTimes(began_ms=100_000, deadline_ms=104_000)
-    assert isinstance(decided_at(state, Resign(seat=state.turn), 900_000, times), Decision)
-    other = 1 - state.turn
-    assert isinstance(decided_at(state, Resign(seat=other), 1, times), Decision)
+def test_a_refused_move_tells_its_sender_late_or_not_its_turn() -> None:
+    """C4: a move that reached the stream before its turn began was not the seat's answer."""
+    late = refusal_rejection(Refusal("late", 104_000), 250_000)
+    assert (late.reason, late.rule) == ("late", "-") and "146000 ms after" in late.message
+    early = refusal_rejection(Refusal("early", 100_000), 99_999)
+    assert (early.reason, early.rule) == ("not_your_turn", "C4")
 
 
 def test_a_turn_begins_with_another_seat_or_round_and_a_draw_keeps_it() -> None:

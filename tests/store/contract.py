@@ -28,6 +28,7 @@ from services.store import (
     Schedule,
     partition_of,
 )
+from services.store.base import Refusal, TurnCheck
 
 BAD_MATCH_IDS = ["", "x" * 129, "two words", "tab\there", "new\nline", "{p1}", "a}b", "a{b"]
 
@@ -246,6 +247,95 @@ class EventStoreContract:
         assert timed.server_ms is not None and before <= timed.server_ms
         assert dict(await store.scheduled(deadlines))[m1] == timed.server_ms + 500
         assert untimed.server_ms is None
+
+    def turn_check(self, store: EventStore, match_id: str, arrived_ms: int | None) -> TurnCheck:
+        """A check of ``match_id``'s turn clock in its partition, with a stall of 60 s."""
+        p = partition_of(match_id, store.partitions)
+        keys = store.keys
+        return TurnCheck(
+            keys.deadlines(p), keys.turn_began(p), keys.clock(p), match_id, arrived_ms, 60_000
+        )
+
+    async def test_a_turn_check_appends_a_move_only_if_it_arrived_within_the_stored_turn(
+        self, store: EventStore
+    ) -> None:
+        """Lateness is judged where the deadline is kept: a move that arrived before the
+        deadline as stored is appended; at or after it, or before the turn began, the append
+        is refused with why, and writes nothing of the append."""
+        p = partition_of("m1", store.partitions)
+        keys = store.keys
+        await store.append(
+            "m1", events("a"), 0, "c0", schedule=[Schedule(keys.turn_began(p), "m1", 1_000)]
+        )
+        await store.append(
+            "m1", events("b"), 1, "c1", schedule=[Schedule(keys.deadlines(p), "m1", 5_000)]
+        )
+        late, early = await store.append_many(
+            [
+                AppendRequest(
+                    "m1", events("c"), 2, "late", turn=self.turn_check(store, "m1", 5_000)
+                ),
+                AppendRequest(
+                    "m1", events("c"), 2, "early", turn=self.turn_check(store, "m1", 999)
+                ),
+            ]
+        )
+
+        assert isinstance(late, AppendResult) and late.refused == Refusal("late", 5_000)
+        assert isinstance(early, AppendResult) and early.refused == Refusal("early", 1_000)
+        assert await store.version("m1") == 2  # nothing written but the deadlines' clock
+        assert await store.applied("m1", "late") is None
+        [in_time] = await store.append_many(
+            [AppendRequest("m1", events("c"), 2, "c2", turn=self.turn_check(store, "m1", 4_999))]
+        )
+        assert isinstance(in_time, AppendResult) and in_time.refused is None
+        assert await store.version("m1") == 3
+
+    async def test_a_turn_check_appends_a_timeout_only_once_the_stored_deadline_has_passed(
+        self, store: EventStore
+    ) -> None:
+        p = partition_of("m1", store.partitions)
+        now = await self.clock_ms(store)
+        later = Schedule(store.keys.deadlines(p), "m1", now + 60_000)
+        await store.append("m1", events("a"), 0, "c0", schedule=[later])
+        timeout = self.turn_check(store, "m1", None)
+
+        [early] = await store.append_many([AppendRequest("m1", events("t"), 1, "t1", turn=timeout)])
+        assert isinstance(early, AppendResult) and early.refused == Refusal("not_due", now + 60_000)
+        await store.append(
+            "m1", events("b"), 1, "c1", schedule=[Schedule(later.key, "m1", now - 1)]
+        )
+        [due] = await store.append_many([AppendRequest("m1", events("t"), 2, "t2", turn=timeout)])
+        assert isinstance(due, AppendResult) and due.refused is None
+
+    async def test_a_turn_check_makes_up_for_a_stall_before_it_judges(
+        self, store: EventStore
+    ) -> None:
+        """The partition's deadlines were last checked longer than a stall ago: the append
+        pushes every deadline still running then back by the gap before it judges a move, so
+        a move that arrived after the deadline as first set is in time."""
+        p = partition_of("m1", store.partitions)
+        keys = store.keys
+        await store.append("m1", events("a"), 0, "c0")
+        await store.append_many(  # a check of the deadlines, which starts the clock
+            [AppendRequest("m1", [], 1, "tick", turn=self.turn_check(store, "m1", None))]
+        )
+        started = await self.clock_ms(store)
+        await store.append(
+            "m1", events("b"), 1, "c1", schedule=[Schedule(keys.deadlines(p), "m1", started + 100)]
+        )
+        await asyncio.sleep(0.4)
+        stalled = TurnCheck(
+            keys.deadlines(p), keys.turn_began(p), keys.clock(p), "m1", started + 200, 300
+        )
+
+        [result] = await store.append_many(
+            [AppendRequest("m1", events("c"), 2, "c2", turn=stalled)]
+        )
+
+        assert isinstance(result, AppendResult) and result.refused is None
+        [(_, pushed)] = await store.scheduled(keys.deadlines(p))
+        assert pushed >= started + 100 + 400
 
     async def test_a_batch_changes_a_members_schedule_in_the_order_of_its_appends(
         self, store: EventStore
