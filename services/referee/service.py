@@ -17,18 +17,20 @@ the expected version makes sure that only one of them writes each version of a m
 Turn deadlines are on the Redis server's clock, never this process's: the append sets each from
 the server's TIME, the deadline check runs in a script that reads it, and a move's arrival is
 its command-stream entry's time. A turn is timed out only once every command that reached its
-partition before the deadline has been decided, so a move queued in time is never timed out;
-a move that arrived after it is refused as late. A gap in the checks of a partition's deadlines
-longer than ``DOMINO_STALL_MS`` — Redis paused, this referee stalled, a referee that died while
-its lease ran out — pushes the partition's deadlines back by that gap: the players are not
-charged the time the service was away. This process's own clock still times its metrics,
-its log lines and the watch list's periodic checks.
+partition before the deadline has been decided, so a move queued in time is never timed out.
+A gap in the checks of a partition's deadlines longer than ``DOMINO_STALL_MS`` — Redis paused,
+this referee stalled, a referee that died while its lease ran out — pushes the deadlines still
+running back by that gap: the players are not charged the time the service was away. This
+process's own clock still times its metrics, its log lines and the watch list's periodic checks.
 
-A move is judged against when its turn began and is over; the referee reads those from Redis
-(one script per partition of a batch) only for a match it has not just appended to itself:
-each append answers with the server's clock its deadline counted from, so the referee knows
-the turn's times exactly. It trusts what it knows only while its checks of the partition's
-deadlines are recent enough that no stall can have pushed them back unseen (``_fresh``).
+Whether a move came in time is not this referee's to judge from what it remembers: the append
+that would store a move of the seat to play carries a turn check, and its script — after making
+up for a stall, as the deadline check does — compares the move's arrival with the deadline as
+Redis holds it, the one the timeout fires from. A move that arrived at or after it is refused
+``late`` (before the turn began, ``not_your_turn``) and nothing is written; the referee tells
+the sender. A timeout's append is checked too, and dropped while the stored deadline has not
+passed. So every referee judges alike, even one that never heard of a stall (its check's
+answer lost while Redis ran it): docs/fairness.md, "Fair clocks".
 
 It reaches storage only through the event store and the message transport, so it runs the same
 on the in-memory backend and on Redis.
