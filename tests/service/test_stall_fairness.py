@@ -16,8 +16,8 @@ than the 5 s a client waits for Redis's answer: the referee's deadline check the
 client while Redis runs it on resuming and pushes the deadlines back, so the referee never
 hears of the stall — the case that once had moves refused as late. The house bots answer
 200 ms after reading their turns, so turns left unread when Redis stopped are answered just
-after it resumes. The long form — 210 matches, pauses of 1.2 to 15 s, eight times — runs with
-``DOMINO_STALL_LONG=1``.
+after it resumes. The long form — 210 matches, ten pauses of 1.2 to 15 s, three of them just
+past the client's wait — runs with ``DOMINO_STALL_LONG=1``.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ LONG_PLAN = Plan(
     matches=210,
     deadline_ms=2_000,
     target=250,  # about 2 min of play: longer than the pauses and the time between them
-    pauses=[5.0, 1.5, 15.0, 3.0, 8.0, 1.2, 11.0, 4.0],
+    pauses=[5.5, 1.5, 15.0, 6.0, 3.0, 8.0, 1.2, 5.5, 11.0, 4.0],
     between_s=(2.0, 6.0),
     pace_ms=200,
 )
