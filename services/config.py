@@ -192,8 +192,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         Var(
             "DOMINO_STALL_MS",
             "a gap this long in the checks of a partition's deadlines (Redis paused, its"
-            " referee stalled or gone) is not charged to the players: every deadline there is"
-            " pushed back by it",
+            " referee stalled or gone) is not charged to the players: every deadline still"
+            " running there is pushed back by it",
         ),
     ] = 1000
     watch_ms: Annotated[
