@@ -1,5 +1,6 @@
-"""``domino up --cluster``: the whole service on a local Redis Cluster it starts itself, seen
-from outside as an operator sees it — ``domino status`` and each process's ``/metrics``."""
+"""``domino up --cluster``: the whole service on a local Redis Cluster it starts itself, with
+three projectors and three bot workers sharing the partitions, seen from outside as an
+operator sees it — ``domino status`` and each process's ``/metrics``."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -24,7 +27,12 @@ from tests.support.ports import consecutive_free_ports
 
 pytestmark = pytest.mark.service
 
-PARTITIONS = 4
+PARTITIONS = 6
+SHARING = 3
+"""Projectors, and bot workers of the pool, that ``domino up`` starts: two partitions each."""
+EXPORTERS = 2 + 2 * SHARING
+"""Metrics ports, in the order the processes start: the referee, the bot workers, the
+projectors, the gateway."""
 
 
 @contextlib.contextmanager
@@ -43,7 +51,8 @@ def domino_up_cluster(
     }
     for name in ("REDIS_URL", "DOMINO_DATA_DIR", "DOMINO_GATEWAY_PORT"):
         env.pop(name, None)
-    up = [sys.executable, "-m", "services.cli.main", "up", "--cluster", "--bots", "random=1"]
+    up = [sys.executable, "-m", "services.cli.main", "up", "--cluster"]
+    up += ["--bots", f"random={SHARING}", "--projectors", str(SHARING)]
     options = ["--data-dir", str(data_dir), "--port", str(gateway_port)]
     with open(_log_of(data_dir), "w") as out:
         process = subprocess.Popen(
@@ -87,9 +96,10 @@ def test_domino_up_cluster_serves_metrics_and_domino_status_reads_the_cluster(
 ) -> None:
     """The supervisor forms a cluster of 3 masters with a replica each, runs every process on
     it, and writes where it is; matches created then are played; ``domino status`` started in
-    the same data dir reports every partition leased and the moves, and every process's
+    the same data dir reports every partition leased — the referee's, and the three
+    projectors' and the three bot workers' even shares — and the moves, and every process's
     ``/metrics`` counts them."""
-    base = consecutive_free_ports(4)  # referee, bots, projector, gateway
+    base = consecutive_free_ports(EXPORTERS)
     gateway = free_port()
     with domino_up_cluster(tmp_path, base, gateway) as up:
         deadline = time.monotonic() + 60
@@ -114,7 +124,7 @@ def test_domino_up_cluster_serves_metrics_and_domino_status_reads_the_cluster(
         referee = httpx.get(f"http://127.0.0.1:{base}/metrics", timeout=5).text
         assert "domino_moves_decided_total" in referee
         assert _moved(base)
-        for offset in range(1, 4):  # bots, projector, gateway: each its own exporter
+        for offset in range(1, EXPORTERS):  # bots, projectors, gateway: each its own exporter
             assert _ready(base + offset, time.monotonic() + 30), offset
         assert httpx.get(f"http://127.0.0.1:{gateway}/healthz", timeout=5).status_code == 200
         operator = (tmp_path / URL_FILE).read_text().strip()
@@ -146,11 +156,28 @@ def _ready(port: int, deadline: float) -> bool:
 
 
 def _all_leased(status: dict[str, object]) -> bool:
+    """Every partition's referee lease held, and the projectors' and the pool's bot workers'
+    leases each shared evenly by all three of them."""
     partitions = status.get("partitions")
+    listed = status.get("roles")
+    roles = {r["role"]: r for r in listed} if isinstance(listed, list) else {}
     return (
         isinstance(partitions, list)
         and len(partitions) == PARTITIONS
         and all(isinstance(p, dict) and p.get("owner") for p in partitions)
+        and all(_shared(roles.get(role)) for role in ("projector", "bots-random"))
+    )
+
+
+def _shared(role: dict[str, Any] | None) -> bool:
+    """Whether every partition of ``role`` is held, by :data:`SHARING` processes, evenly."""
+    if role is None:
+        return False
+    holders = Counter(lease["holder"] for lease in role["leases"])
+    return (
+        None not in holders
+        and len(holders) == SHARING
+        and max(holders.values()) - min(holders.values()) <= 1
     )
 
 
