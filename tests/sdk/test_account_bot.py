@@ -164,12 +164,14 @@ async def test_one_account_bot_plays_two_matches_at_once_and_declines_past_its_c
 
     a_bot, b_bot = Heaviest(), Challenger()
     a_bot.max_matches = 2
-    a_run = asyncio.create_task(a_bot.play_account(url, a_token, accept_from=[b_name]))
     b_run = asyncio.create_task(b_bot.play_account(url, b_token, games=2))
     rules = {"family": "straight", "players": 2, "target": 60}
     for _ in range(2):
         await challenge(url, b_token, [a_name], **rules)
     third = await challenge(url, b_token, [a_name], **rules)  # one too many
+    # the bot comes to the three challenges waiting: it takes two at once, so that neither
+    # match can be over before the other begins, however fast a match is played
+    a_run = asyncio.create_task(a_bot.play_account(url, a_token, accept_from=[b_name]))
     b_done = await asyncio.wait_for(b_run, 90)
     a_bot.stop()
     a_done = await asyncio.wait_for(a_run, 10)
