@@ -10,7 +10,7 @@ MINUTES ?= 10
 # rewriting recompiles every test module on each run without it.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: install test test-fast system-packages test-engine test-store test-behaviour test-service test-e2e chaos lint schema format bench soak demo up lock clean
+.PHONY: install test test-fast system-packages test-engine test-store test-behaviour test-service test-many-partitions test-e2e chaos lint schema format bench soak demo up lock clean
 
 install: $(STAMP)
 
@@ -49,6 +49,10 @@ test-behaviour: $(STAMP)
 
 test-service: $(STAMP)
 	$(BIN)/pytest -q -m "service or e2e"
+
+## The long form of the partition reads: DOMINO_PARTITIONS=512 on a local cluster (minutes).
+test-many-partitions: $(STAMP)
+	$(BIN)/pytest -q tests/service/many_partitions.py
 
 ## The long chaos run, one JSON line per check, then a long fuzzing of the gateway
 ## (`make chaos CHAOS_S=600 SEED=7`: longer, with faults at other moments; docs/chaos.md).

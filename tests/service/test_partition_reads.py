@@ -2,15 +2,15 @@
 and a gateway reads a partition's log only while it has an interest there.
 
 Real Redis (a node, and the session's cluster where marked), real processes. The long form —
-512 partitions on the local cluster, matches played through bot workers and a gateway — runs
-with DOMINO_TEST_MANY_PARTITIONS=1 (docs/scaling.md, "Limits").
+512 partitions on the local cluster, matches played through bot workers and a gateway — is
+tests/service/many_partitions.py, run by `make test-many-partitions` (docs/scaling.md,
+"Limits").
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import time
 import uuid
@@ -205,7 +205,7 @@ def _gauge(url: str) -> float:
     return scrape(url)["domino_gateway_partitions_read"][()]
 
 
-async def _follow(base: str, match_id: str) -> list[dict[str, Any]]:
+async def followed_lines(base: str, match_id: str) -> list[dict[str, Any]]:
     """Every line of one public stream of a match, from its snapshot to its end."""
     lines: list[dict[str, Any]] = []
     path = f"/api/v1/matches/{match_id}/stream"
@@ -254,7 +254,7 @@ def test_a_gateway_reads_no_partition_without_an_interest_and_a_followed_match_o
             time.sleep(0.02)
 
         async def watch() -> tuple[list[dict[str, Any]], float]:
-            following = asyncio.create_task(_follow(gateway, match_id))
+            following = asyncio.create_task(followed_lines(gateway, match_id))
             await asyncio.sleep(0.5)
             read = await asyncio.to_thread(_gauge, metrics)
             return await following, read
@@ -310,44 +310,3 @@ def test_a_partition_is_read_from_when_a_move_waits_there_and_let_go_after_it_la
             await redis.aclose()
 
     asyncio.run(go())
-
-
-@pytest.mark.skipif(
-    os.environ.get("DOMINO_TEST_MANY_PARTITIONS") != "1",
-    reason="the long form: DOMINO_TEST_MANY_PARTITIONS=1 (512 partitions on a local cluster)",
-)
-def test_512_partitions_on_a_local_cluster_play_to_their_end_through_bots_and_a_gateway(
-    redis_cluster_urls: list[str],
-) -> None:
-    """DOMINO_PARTITIONS=512 on the local cluster: three referees and three bot workers share
-    the partitions; matches opened through the gateway end, one followed there to its end.
-    A process holds a connection per stream it reads: this ends only once the referees'
-    cluster client has room for them all (docs/scaling.md, "One read per stream")."""
-    url = redis_cluster_urls[0]
-    settings = settings_for(url, partitions=512, lease_ms=5000, claim_idle_ms=2000)
-    public = free_port()
-    with Stack(url, settings, referees=3, pools={POOL: 3}, projector=False) as stack:
-        stack.spawn(
-            "gateway", "gateway", "--host", "127.0.0.1", "--port", str(public), env=UNCAPPED
-        )
-        gateway = f"http://127.0.0.1:{public}"
-        wait_healthy(gateway, stack.processes["gateway"])
-        wait_shared(url, settings, {f"{POOL}-{k}" for k in range(3)}, timeout=120)
-        ids = []
-        for _ in range(8):
-            deadline = time.monotonic() + 60
-            while True:
-                r = httpx.post(
-                    f"{gateway}/api/v1/matches", json={"seats": [POOL, POOL]}, timeout=60
-                )
-                if r.status_code == 201 or time.monotonic() > deadline:
-                    break
-                time.sleep(0.2)
-            assert r.status_code == 201, r.text
-            ids.append(r.json()["match"]["match_id"])
-        lines = asyncio.run(_follow(gateway, ids[-1]))
-        logs = wait_until_over(url, settings, ids, timeout=180)
-    for log in logs.values():
-        assert_clean(log)
-    events = [line["id"] for line in lines if line["type"] == "event"]
-    assert events == list(range(lines[0]["id"] + 1, len(logs[ids[-1]]) + 1))
