@@ -153,7 +153,9 @@ class BotWorker(GroupWorker):
         self.consuming = True
         try:
             periodic = (
-                [self._trim_loop] if self.leases is None else [self._trim_loop, self._lease_loop]
+                [self._trim_loop]
+                if self.leases is None
+                else [self._trim_loop, self.lease_loop(self.settings.lease_ms)]
             )
             await self.serve(*periodic)
         finally:
@@ -196,16 +198,6 @@ class BotWorker(GroupWorker):
         if self.leases is None:
             return None
         return fresh(self.leased_at, self.settings.lease_ms / 1000, "a round of lease renewal")
-
-    async def _lease_loop(self) -> None:
-        while not self.stopping:
-            await asyncio.sleep(self.settings.lease_ms / 4000)
-            try:
-                await self.own()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("lease renewal failed", pool=self.pool)
 
     async def _trim_loop(self) -> None:
         while not self.stopping:

@@ -83,6 +83,26 @@ class GroupWorker:
                 pause = min(pause * 2, 2.0)
         return False
 
+    async def own(self) -> None:
+        """Renew and rebalance this consumer's partition leases, and read only the partitions
+        held: a subclass that shares its partitions by lease says how."""
+
+    def lease_loop(self, lease_ms: int) -> Callable[[], Coroutine[Any, Any, None]]:
+        """A periodic task for :meth:`serve`: :meth:`own` four times a lease's length, a round
+        that fails said in the log (the next may work before the lease runs out)."""
+
+        async def loop() -> None:
+            while not self.stopping:
+                await asyncio.sleep(lease_ms / 4000)
+                try:
+                    await self.own()
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.exception("lease renewal failed", of=self.what)
+
+        return loop
+
     async def _own_pending(self) -> None:
         await self._handle(await self._fetch(pending=True))
 

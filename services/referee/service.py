@@ -183,7 +183,9 @@ class Referee(GroupWorker):
             return
         log.info("referee started", consumer=self.name, partitions=self.owned)
         try:
-            await self.serve(self._clock_loop, self._lease_loop, self._trim_loop)
+            await self.serve(
+                self._clock_loop, self.lease_loop(self.settings.lease_ms), self._trim_loop
+            )
         finally:
             try:
                 await self.leases.release_all()
@@ -219,16 +221,6 @@ class Referee(GroupWorker):
         """None while this referee holds partitions or competes for them (a round of lease
         renewal worked within a lease's length); else why not."""
         return fresh(self.leased_at, self.settings.lease_ms / 1000, "a round of lease renewal")
-
-    async def _lease_loop(self) -> None:
-        while not self.stopping:
-            await asyncio.sleep(self.settings.lease_ms / 4000)
-            try:
-                await self.own()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("lease renewal failed")
 
     async def _trim_loop(self) -> None:
         while not self.stopping:
