@@ -15,7 +15,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -65,6 +65,39 @@ def redis_host(net: Network) -> Iterator[tuple[Host, str]]:
     placement = Placement(host.address, host.wrapper, REDIS_PORT)
     with private_server(appendfsync="no", placement=placement) as url:
         yield host, url
+
+
+@contextlib.contextmanager
+def referees_apart(
+    settings: Settings, hosts: Sequence[Host], service: Host, log_dir: Path
+) -> Iterator[tuple[redis.Redis, Stack]]:
+    """The house bots on ``service``'s host (no projector: the logs are what is checked) and a
+    referee on each of ``hosts`` (referee-0, referee-1, ...), once each holds partitions: a
+    client of Redis, and the stack."""
+    assert settings.redis_url is not None
+    url, keys = settings.redis_url, Keys(settings.prefix, settings.partitions)
+    with (
+        redis.Redis.from_url(url) as client,
+        Stack(
+            url,
+            settings,
+            referees=0,
+            pools={"random": 1, "greedy": 1},
+            projector=False,
+            wrapper=service.wrapper,
+            log_dir=log_dir,
+        ) as stack,
+    ):
+        names = {f"referee-{k}" for k in range(len(hosts))}
+        for k, host in enumerate(hosts):
+            name = f"referee-{k}"
+            stack.spawn(name, "referee", "--name", name, wrapper=host.wrapper)
+        wait_for(
+            "every referee holding partitions",
+            lambda: set(owners(client, keys)) == names,
+            timeout=30,
+        )
+        yield client, stack
 
 
 @dataclass
@@ -194,27 +227,7 @@ def test_a_referee_cut_off_from_redis_loses_its_partitions_and_writes_nothing_wh
             log_level="warning",
         )
         keys = Keys(settings.prefix, settings.partitions)
-        pools = {"random": 1, "greedy": 1}  # no projector: the logs are what is checked
-        with (
-            redis.Redis.from_url(url) as client,
-            Stack(
-                url,
-                settings,
-                referees=0,
-                pools=pools,
-                projector=False,
-                wrapper=service.wrapper,
-                log_dir=tmp_path,
-            ) as stack,
-        ):
-            for k, host in enumerate((first, second)):
-                name = f"referee-{k}"
-                stack.spawn(name, "referee", "--name", name, wrapper=host.wrapper)
-            wait_for(
-                "both referees holding partitions",
-                lambda: set(owners(client, keys)) == {"referee-0", "referee-1"},
-                timeout=30,
-            )
+        with referees_apart(settings, (first, second), service, tmp_path) as (client, stack):
 
             def now() -> float:
                 seconds, micros = client.time()

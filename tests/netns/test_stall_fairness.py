@@ -22,16 +22,14 @@ import uuid
 from pathlib import Path
 
 import pytest
-import redis
 
 from engine.rules import Rules
 from engine.verify import verify
 from services.cli.clients import open_clients, service_client
-from services.cli.supervisor import Stack
 from services.config import Settings
 from services.store.keys import Keys
 from tests.netns.conftest import LONG
-from tests.netns.test_partitions import REDIS_PORT, owners, redis_host, wait_for
+from tests.netns.test_partitions import REDIS_PORT, owners, redis_host, referees_apart, wait_for
 from tests.service.test_clock import written_at
 from tests.service.test_failover import read_logs
 from tests.service.test_stall_fairness import arrivals, judge, wait_until_finished
@@ -89,26 +87,7 @@ def test_a_referee_whose_link_is_delayed_or_cut_charges_no_seat_for_it(
             log_level="info",
         )
         keys = Keys(settings.prefix, settings.partitions)
-        with (
-            redis.Redis.from_url(url) as client,
-            Stack(
-                url,
-                settings,
-                referees=0,
-                pools={"random": 1, "greedy": 1},
-                projector=False,
-                wrapper=service.wrapper,
-                log_dir=tmp_path,
-            ) as stack,
-        ):
-            for k, host in enumerate((first, second)):
-                name = f"referee-{k}"
-                stack.spawn(name, "referee", "--name", name, wrapper=host.wrapper)
-            wait_for(
-                "both referees holding partitions",
-                lambda: set(owners(client, keys)) == {"referee-0", "referee-1"},
-                timeout=30,
-            )
+        with referees_apart(settings, (first, second), service, tmp_path) as (client, stack):
             match_ids = asyncio.run(create_matches(settings))
             time.sleep(2.0)  # both referees play; the delayed one 100 ms from Redis
             if proxy is not None:
