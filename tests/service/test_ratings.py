@@ -251,9 +251,12 @@ def test_ratings_rebuilt_from_the_log_equal_the_live_projection(
     assert len(ids) == 9
 
 
-async def _swapped(url: str, settings: Settings) -> tuple[int, dict[str, Rating]]:
+async def _swapped(
+    url: str, settings: Settings
+) -> tuple[int, dict[str, Rating], dict[str, Rating]]:
     """Eight Straight matches between the random and greedy pools, each seat given the other
-    pool's name; how many the greedy pool won, and the ratings rebuilt from the log."""
+    pool's name; how many the greedy pool won, the ratings rebuilt from the log, and the
+    ratings each pool's own results give, rated in the order the matches ended."""
     redis = client_for(url)
     try:
         store = RedisEventStore(redis, partitions=settings.partitions, prefix=settings.prefix)
@@ -265,12 +268,25 @@ async def _swapped(url: str, settings: Settings) -> tuple[int, dict[str, Rating]
         ]
         deadline = time.monotonic() + 60
         greedy_won = 0
+        own: list[MatchResult] = []  # each seat by the pool that played it, not its name
         for match_id in ids:
             while True:
                 records = await store.read(match_id)
-                last = JSON.decode_envelope(records[-1].data).event if records else None
-                if isinstance(last, MatchEnded):
-                    greedy_won += last.winner == 1  # seat 1 is the greedy pool's
+                env = JSON.decode_envelope(records[-1].data) if records else None
+                if env is not None and isinstance(env.event, MatchEnded):
+                    greedy_won += env.event.winner == 1  # seat 1 is the greedy pool's
+                    own.append(
+                        MatchResult(
+                            match_id=match_id,
+                            ended=env.ts,
+                            family="straight",
+                            players=("greedy", "random"),
+                            sides=(0, 1),
+                            winner=env.event.winner,
+                            scores=env.event.scores,
+                            bots=("random", "greedy"),
+                        )
+                    )
                     break
                 assert time.monotonic() < deadline, "the matches did not finish"
                 await asyncio.sleep(0.1)
@@ -278,7 +294,8 @@ async def _swapped(url: str, settings: Settings) -> tuple[int, dict[str, Rating]
             store, RedisCheckpoints(redis, partitions=settings.partitions, prefix=settings.prefix)
         )
         await projector.rebuild()
-        return greedy_won, {r.key: r for r in await ratings_table(redis, projector)}
+        table = {r.key: r for r in await ratings_table(redis, projector)}
+        return greedy_won, table, {r.key: r for r in rate(own)}
     finally:
         await redis.aclose()
 
@@ -290,13 +307,13 @@ def test_a_pool_seated_under_another_pools_name_is_rated_as_itself(
     named after the other pool moved greedy's rating by random's results. Each pool's rating
     now follows its own results, whatever its seats were called."""
     with Stack(redis_url, settings, pools={"random": 1, "greedy": 1}, projector=False):
-        greedy_won, table = asyncio.run(_swapped(redis_url, settings))
+        greedy_won, table, own = asyncio.run(_swapped(redis_url, settings))
     assert set(table) == {"house:greedy", "house:random"}
     greedy, random_ = table["house:greedy"], table["house:random"]
     assert (greedy.name, random_.name) == ("greedy", "random")
     assert (greedy.won, random_.won) == (greedy_won, 8 - greedy_won)
     assert greedy.rated == random_.rated == 8
-    if greedy_won > 4:  # the usual outcome: greedy beats random
-        assert greedy.mu > 25 > random_.mu
-    elif greedy_won < 4:
-        assert greedy.mu < 25 < random_.mu
+    # each pool's rating is what its own results give in the order the matches ended (not
+    # "above 25 for more wins": five wins then three losses end below it)
+    for key in ("house:greedy", "house:random"):
+        assert (table[key].mu, table[key].sigma) == pytest.approx((own[key].mu, own[key].sigma))
