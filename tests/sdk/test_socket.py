@@ -245,9 +245,10 @@ async def challenged_match(
     transport: Any,
     b_url: str | None = None,
     a_client: httpx.AsyncClient | None = None,
+    rules: dict[str, Any] = SHORT,
 ) -> tuple[list[Any], list[Any]]:
-    """``a`` challenges ``b`` to one short match, both bots playing it as their accounts (b
-    through ``b_url`` when given); what each run returned."""
+    """``a`` challenges ``b`` to one match (a short one unless ``rules`` say), both bots
+    playing it as their accounts (b through ``b_url`` when given); what each run returned."""
     b_run = asyncio.create_task(
         b_bot.play_account(b_url or url, b[1], games=1, accept_from=[a[0]], transport=transport)
     )
@@ -256,7 +257,7 @@ async def challenged_match(
     )
     client = AccountClient(url, a[1], transport="http")
     try:
-        await client.challenge([b[0]], rules=SHORT)
+        await client.challenge([b[0]], rules=rules)
     finally:
         await client.aclose()
     a_done, b_done = await asyncio.wait_for(asyncio.gather(a_run, b_run), 120)
@@ -299,7 +300,11 @@ async def test_an_account_bot_cut_off_again_and_again_resumes_its_socket_by_its_
     a, b = await two_accounts(url)
     a_bot, b_bot = Recorder(), Recorder()
     async with proxied(url, CuttingProxy) as (proxy_url, proxy):
-        a_done, _ = await challenged_match(url, a, b, a_bot, b_bot, "socket", b_url=proxy_url)
+        # long enough to be cut several times, however the deals fall (a match to 30 can be
+        # over in a round, within the first two connections)
+        a_done, _ = await challenged_match(
+            url, a, b, a_bot, b_bot, "socket", b_url=proxy_url, rules={**SHORT, "target": 100}
+        )
         assert proxy.cuts >= 2, proxy.cuts
     match_id = a_done[0].match_id
     events = b_bot.events[match_id]
