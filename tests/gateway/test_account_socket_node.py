@@ -98,5 +98,7 @@ def test_a_node_bot_cut_off_again_and_again_plays_its_accounts_matches_reading_e
             (t["id"], t["event"]["type"]) for t in truth
         ], err
         assert events[-1]["type"] == "match_ended"
-    assert proxy.cuts >= 2 and summary["reconnects"] >= proxy.cuts, (proxy.cuts, summary)
+    # every cut but the last is followed by a reconnect: the last may come as the bot, its
+    # matches told whole, is already on its way out
+    assert proxy.cuts >= 2 and summary["reconnects"] >= proxy.cuts - 1, (proxy.cuts, summary)
     assert set(summary["outcomes"]) <= {"accepted", "replayed"}, (summary, err)
